@@ -1,0 +1,118 @@
+// CUDA backend: runtime API wrappers. Every CUDA error becomes a pk::status carrying CUDA's message.
+#include <pk/backend/cuda/device.hpp>
+#include <pk/backend/cuda/memory.hpp>
+#include <pk/backend/cuda/stream.hpp>
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace pk::backend::cuda {
+
+pk::status from_error(int e, const char* what) {
+  const auto err = static_cast<cudaError_t>(e);
+  return {errc::backend_error,
+          std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err)};
+}
+
+namespace {
+pk::status check(cudaError_t e, const char* what) { return e == cudaSuccess ? pk::status{} : from_error(e, what); }
+pk::status use_device(int ordinal) { return check(cudaSetDevice(ordinal), "cudaSetDevice"); }
+}  // namespace
+
+int device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+pk::status query(int ordinal, archdb::device_query& q) {
+  cudaDeviceProp p{};
+  PK_TRY(check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties"));
+  q.name = p.name;
+  q.vendor_id = archdb::vendor::nvidia;
+  q.cc_major = p.major;
+  q.cc_minor = p.minor;
+  q.sm_count = p.multiProcessorCount;
+  q.warp_size = p.warpSize;
+  q.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+  q.max_threads_per_block = p.maxThreadsPerBlock;
+  q.regs_per_sm = p.regsPerMultiprocessor;
+  q.regs_per_block = p.regsPerBlock;
+  q.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
+  q.smem_per_sm = static_cast<std::int64_t>(p.sharedMemPerMultiprocessor);
+  q.smem_per_block = static_cast<std::int64_t>(p.sharedMemPerBlock);
+  q.smem_per_block_optin = static_cast<std::int64_t>(p.sharedMemPerBlockOptin);
+  q.smem_reserved_per_block = static_cast<std::int64_t>(p.reservedSharedMemPerBlock);
+  q.l2_bytes = p.l2CacheSize;
+  int mem_clock_khz = 0;
+  if (cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, ordinal) == cudaSuccess)
+    q.mem_clock_khz = mem_clock_khz;
+  else
+    (void)cudaGetLastError();
+  q.mem_bus_width_bits = p.memoryBusWidth;
+  return {};
+}
+
+pk::status malloc_device(int ordinal, std::size_t bytes, void** out) {
+  PK_TRY(use_device(ordinal));
+  const cudaError_t e = cudaMalloc(out, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    return {errc::out_of_memory, "cudaMalloc of " + std::to_string(bytes) + " bytes: out of device memory"};
+  }
+  return check(e, "cudaMalloc");
+}
+
+pk::status free_device(int ordinal, void* p) {
+  PK_TRY(use_device(ordinal));
+  return check(cudaFree(p), "cudaFree");
+}
+
+pk::status copy_async(int ordinal, void* dst, const void* src, std::size_t bytes, int kind, void* stream) {
+  PK_TRY(use_device(ordinal));
+  const cudaMemcpyKind k =
+      kind == 0 ? cudaMemcpyHostToDevice : (kind == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
+  return check(cudaMemcpyAsync(dst, src, bytes, k, static_cast<cudaStream_t>(stream)), "cudaMemcpyAsync");
+}
+
+pk::status memset_async(int ordinal, void* dst, int byte, std::size_t bytes, void* stream) {
+  PK_TRY(use_device(ordinal));
+  return check(cudaMemsetAsync(dst, byte, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
+
+pk::status synchronize(int ordinal, void* stream) {
+  PK_TRY(use_device(ordinal));
+  return check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+}
+
+event_timer::~event_timer() {
+  if (start_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  if (stop_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+
+pk::status event_timer::init(int ordinal) {
+  PK_TRY(use_device(ordinal));
+  cudaEvent_t a = nullptr, b = nullptr;
+  PK_TRY(check(cudaEventCreate(&a), "cudaEventCreate"));
+  start_ = a;
+  PK_TRY(check(cudaEventCreate(&b), "cudaEventCreate"));
+  stop_ = b;
+  return {};
+}
+pk::status event_timer::start(void* stream) {
+  return check(cudaEventRecord(static_cast<cudaEvent_t>(start_), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+}
+pk::status event_timer::stop(void* stream) {
+  return check(cudaEventRecord(static_cast<cudaEvent_t>(stop_), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+}
+pk::status event_timer::elapsed_ms(float& ms) {
+  PK_TRY(check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)), "cudaEventSynchronize"));
+  return check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
+               "cudaEventElapsedTime");
+}
+
+}  // namespace pk::backend::cuda

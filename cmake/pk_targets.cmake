@@ -1,0 +1,101 @@
+# Code targets: one kernel source is compiled once per target of the build.
+#   host_<arch> for each arch in PK_HOST_ARCHS (the emulator impersonating it: g++ with -DPK_HOST_ARCH),
+#   cuda        (nvcc, a fat binary for CMAKE_CUDA_ARCHITECTURES) when PK_ENABLE_CUDA,
+#   hip         (clang, code objects for CMAKE_HIP_ARCHITECTURES) when PK_ENABLE_HIP.
+# Each target's code lives in its own inline namespace (pk::host_sm80, pk::cuda, ...).
+
+set(PK_KNOWN_HOST_ARCHS sm80 gfx942 gfx1100)
+set(PK_KNOWN_CUDA_ARCHS 80 86 89 90a 100 120)
+set(PK_KNOWN_HIP_ARCHS gfx90a gfx942 gfx950 gfx1100)
+
+function(pk_check_cuda_architectures)
+  if(NOT CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES MATCHES "^(native|all|all-major)$")
+    return()  # resolved by CMake/nvcc for the GPU at hand
+  endif()
+  foreach(a IN LISTS CMAKE_CUDA_ARCHITECTURES)
+    string(REGEX REPLACE "-(real|virtual)$" "" a "${a}")
+    if(NOT a IN_LIST PK_KNOWN_CUDA_ARCHS)
+      message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES: ${a} has no archdb row (known: ${PK_KNOWN_CUDA_ARCHS}); "
+                          "sm_90 must be given as 90a (wgmma/setmaxnreg need the 'a' target)")
+    endif()
+  endforeach()
+endfunction()
+
+macro(pk_enable_hip)
+  # clang-19 compiles HIP with Debian's ROCm 5.2 headers and a device-library overlay that adds the
+  # ISA-version bitcode files Debian lacks (cmake/hip_devlibs.sh).
+  if(NOT CMAKE_HIP_ARCHITECTURES)
+    message(FATAL_ERROR "PK_ENABLE_HIP needs CMAKE_HIP_ARCHITECTURES (e.g. gfx942)")
+  endif()
+  foreach(a IN LISTS CMAKE_HIP_ARCHITECTURES)
+    if(NOT a IN_LIST PK_KNOWN_HIP_ARCHS)
+      message(FATAL_ERROR "CMAKE_HIP_ARCHITECTURES: ${a} has no archdb row (known: ${PK_KNOWN_HIP_ARCHS})")
+    endif()
+  endforeach()
+  set(PK_HIP_DEVLIBS "${PROJECT_BINARY_DIR}/hip-devlibs")
+  execute_process(COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/hip_devlibs.sh ${PK_HIP_DEVLIBS}
+                  RESULT_VARIABLE _pk_devlibs_rc)
+  if(NOT _pk_devlibs_rc EQUAL 0)
+    message(FATAL_ERROR "cmake/hip_devlibs.sh failed: install clang-19, llvm-19 and rocm-device-libs")
+  endif()
+  enable_language(HIP)
+endmacro()
+
+# Sets PK_TARGET_XLIST and PK_HAS_TARGET_* (parent scope) for the config header.
+function(pk_collect_targets)
+  set(xlist "")
+  foreach(a IN LISTS PK_KNOWN_HOST_ARCHS)
+    string(TOUPPER "${a}" A)
+    if(a IN_LIST PK_HOST_ARCHS)
+      set(PK_HAS_TARGET_HOST_${A} 1 PARENT_SCOPE)
+      string(APPEND xlist "X(host_${a}) ")
+    else()
+      set(PK_HAS_TARGET_HOST_${A} 0 PARENT_SCOPE)
+    endif()
+  endforeach()
+  foreach(a IN LISTS PK_HOST_ARCHS)
+    if(NOT a IN_LIST PK_KNOWN_HOST_ARCHS)
+      message(FATAL_ERROR "PK_HOST_ARCHS: ${a} is not an emulated arch (known: ${PK_KNOWN_HOST_ARCHS})")
+    endif()
+  endforeach()
+  if(PK_ENABLE_CUDA)
+    string(APPEND xlist "X(cuda) ")
+  endif()
+  if(PK_ENABLE_HIP)
+    string(APPEND xlist "X(hip) ")
+  endif()
+  set(PK_TARGET_XLIST "${xlist}" PARENT_SCOPE)
+endfunction()
+
+# pk_target_sources(<target> <source>...): adds each source once per code target of the build, through
+# generated one-line wrappers (a source file has one LANGUAGE per directory, so the same .cpp cannot be
+# compiled as CXX and CUDA directly).
+function(pk_target_sources tgt)
+  foreach(src IN LISTS ARGN)
+    get_filename_component(abs "${src}" ABSOLUTE)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(wrappers "")
+    foreach(a IN LISTS PK_HOST_ARCHS)
+      set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/host_${a}/${stem}.cpp")
+      file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
+      set_source_files_properties("${w}" PROPERTIES COMPILE_DEFINITIONS "PK_HOST_ARCH=${a}")
+      list(APPEND wrappers "${w}")
+    endforeach()
+    if(PK_ENABLE_CUDA)
+      set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/cuda/${stem}.cu")
+      file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
+      set_source_files_properties("${w}" PROPERTIES LANGUAGE CUDA)
+      list(APPEND wrappers "${w}")
+    endif()
+    if(PK_ENABLE_HIP)
+      set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.hip")
+      file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
+      set_source_files_properties("${w}" PROPERTIES LANGUAGE HIP)
+      list(APPEND wrappers "${w}")
+    endif()
+    target_sources(${tgt} PRIVATE ${wrappers})
+  endforeach()
+  if(PK_ENABLE_CUDA)
+    set_target_properties(${tgt} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
+  endif()
+endfunction()

@@ -1,0 +1,84 @@
+// Device-wide reduction, device code: the block "agent" and the single-pass kernel.
+//
+// Single pass, one launch: each block reduces a grid-strided set of tiles and writes one partial;
+// the last block to finish (a ticket counter in the workspace) reduces the partials in block order
+// and writes the result, then resets the counter for the next call. Run-to-run deterministic for a
+// plan: every combination order depends only on the policy, the grid and the arch's warp size.
+#pragma once
+#include <pk/portable/block.hpp>
+#include <pk/portable/memory.hpp>
+#include <pk/reduction/reduce_policy.hpp>
+
+#include <cstdint>
+
+PK_DETAIL_TARGET_BEGIN
+namespace impl {
+
+//! Scratch the kernel needs: `grid` partials and a ticket counter (zero between calls).
+template <class Acc>
+struct reduce_workspace {
+  Acc* partials;
+  unsigned* ticket;
+};
+
+template <int BlockThreads, int Items, int Vec, class T, class Acc, class Op, class Load>
+PK_DEVICE Acc reduce_tiles(const T* in, std::int64_t n, Op op, Acc identity, Load load) {
+  constexpr int tile = BlockThreads * Items;  // elements per block per tile
+  const int t = thread_rank();
+  const std::int64_t grid = grid_dim().x;
+  Acc acc = identity;
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(in) % (sizeof(T) * Vec)) == 0;
+  for (std::int64_t base = std::int64_t{block_idx().x} * tile; base < n; base += grid * tile) {
+    if (aligned && base + tile <= n) {
+      // Full tile: Items/Vec vector loads per thread, consecutive threads on consecutive vectors.
+#pragma unroll
+      for (int j = 0; j < Items / Vec; ++j) {
+        const vec<T, Vec> v = load_vec<Vec>(in + base + (std::int64_t{j} * BlockThreads + t) * Vec);
+#pragma unroll
+        for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k]));
+      }
+    } else {
+      for (std::int64_t i = base + t; i < n && i < base + tile; i += BlockThreads) acc = op(acc, load(in[i]));
+    }
+  }
+  return acc;
+}
+
+template <int BlockThreads, int Items, int Vec, class T, class Acc, class Op, class Load>
+PK_KERNEL PK_LAUNCH_BOUNDS(BlockThreads) void reduce_single_pass_kernel(const T* in, std::int64_t n, Acc* out,
+                                                                         reduce_workspace<Acc> ws, Op op,
+                                                                         Acc identity, Load load) {
+  using reducer = block_reduce<Acc, BlockThreads>;
+  PK_SHARED(typename reducer::temp_storage, storage);
+  PK_SHARED(unsigned, is_last);
+  Acc acc = reduce_tiles<BlockThreads, Items, Vec>(in, n, op, identity, load);
+  acc = reducer(storage).reduce(acc, op);
+  const unsigned grid = grid_dim().x;
+  if (grid == 1) {
+    if (thread_rank() == 0) *out = acc;
+    return;
+  }
+  if (thread_rank() == 0) {
+    ws.partials[block_idx().x] = acc;
+    thread_fence();  // the partial is visible device-wide before the ticket is taken
+    const unsigned ticket = atomic_add(ws.ticket, 1u);
+    thread_fence();
+    is_last = ticket == grid - 1 ? 1u : 0u;
+  }
+  block::sync();
+  if (is_last == 0u) return;
+  // Last block: reduce the partials in block order (thread i takes i, i+B, ...; then the ordered
+  // block tree). Loads go through volatile so that no stale cached copy is read.
+  const volatile Acc* partials = ws.partials;
+  Acc p = identity;
+  for (unsigned i = static_cast<unsigned>(thread_rank()); i < grid; i += BlockThreads) p = op(p, Acc(partials[i]));
+  block::sync();  // `storage` is reused
+  p = reducer(storage).reduce(p, op);
+  if (thread_rank() == 0) {
+    *out = p;
+    *ws.ticket = 0u;  // ready for the next call on this workspace
+  }
+}
+
+}  // namespace impl
+PK_DETAIL_TARGET_END

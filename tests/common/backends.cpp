@@ -1,0 +1,57 @@
+#include "backends.hpp"
+
+#include <pk/config.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+namespace pk::test {
+
+std::vector<backend_param> host_backends() {
+  std::vector<backend_param> v;
+  if (target_built(target::host_sm80)) v.push_back({"host_sm80", "A100-SXM4-80GB", false});
+  if (target_built(target::host_gfx942)) v.push_back({"host_gfx942", "MI300X", false});
+  if (target_built(target::host_gfx1100)) v.push_back({"host_gfx1100", "RX 7900 XTX", false});
+  return v;
+}
+
+std::vector<backend_param> all_backends() {
+  std::vector<backend_param> v = host_backends();
+  if (target_built(target::cuda)) v.push_back({"cuda", "", true});
+  return v;
+}
+
+bool make_stream(const backend_param& p, pk::stream& s, std::string& why_not) {
+  if (p.gpu) {
+    if (cuda_device_count() == 0) {
+      why_not = "no CUDA device present: GPU test skipped (run it on the GPU machine)";
+      return false;
+    }
+    const status st = stream::cuda(nullptr, 0, s);
+    if (!st) {
+      why_not = st.to_string();
+      return false;
+    }
+    return true;
+  }
+  const status st = stream::host(p.device, s);
+  if (!st) {
+    why_not = st.to_string();
+    ADD_FAILURE() << "cannot make the emulator stream: " << why_not;
+    return false;
+  }
+  return true;
+}
+
+std::string param_name(const ::testing::TestParamInfo<backend_param>& info) { return info.param.label; }
+
+std::uint64_t seed() {
+  static const std::uint64_t s = [] {
+    if (const char* e = std::getenv("PK_TEST_SEED")) return static_cast<std::uint64_t>(std::strtoull(e, nullptr, 0));
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }();
+  return s;
+}
+
+}  // namespace pk::test
