@@ -271,7 +271,11 @@ bool tuning_cache::reload(std::string* err) {
 
 std::size_t tuning_cache::size() {
   std::lock_guard lock(mu_);
-  if (!loaded_) load_locked(nullptr);
+  try {
+    if (!loaded_) load_locked(nullptr);
+  } catch (const std::exception& ex) {
+    warn_once(ex.what());
+  }
   return entries_.size();
 }
 

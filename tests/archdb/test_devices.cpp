@@ -327,3 +327,23 @@ TEST(Archdb_Devices, UserFileAddsAndOverrides) {
   EXPECT_TRUE(ad::load_user_devices(restore, &err)) << err;
   std::filesystem::remove(restore);
 }
+
+// PK_ARCHDB_FILE is read when the database is first used, so this runs in a fresh process: the
+// "threadsafe" death-test style re-executes the test binary for the EXPECT_EXIT statement.
+TEST(Archdb_Devices, UserFileFromEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto path = (std::filesystem::temp_directory_path() / ("pk_archdb_env_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(path) << R"({"name": "RTX 4090", "memory_bandwidth_gbps": {"value": 1000, "source": "env test"}})";
+  ::setenv("PK_ARCHDB_FILE", path.c_str(), 1);
+  EXPECT_EXIT(
+      {
+        const auto* d = ad::find_device("RTX 4090");
+        const bool ok = d != nullptr && d->mem_bw_gbps == 1000 && d->from_user_file &&
+                        d->sources.at("memory_bandwidth_gbps") == "env test" && d->sm_count == 128;
+        std::filesystem::remove(path);  // the re-executed child wrote its own file
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  ::unsetenv("PK_ARCHDB_FILE");
+  std::filesystem::remove(path);
+}

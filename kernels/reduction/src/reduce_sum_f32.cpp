@@ -4,10 +4,11 @@
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
+struct identity_load {
+  PK_HOST_DEVICE float operator()(float x) const { return x; }
+};
+
 status reduce_sum_f32(const reduce_call& c) {
-  struct identity_load {
-    PK_HOST_DEVICE float operator()(float x) const { return x; }
-  };
   return reduce_launch<float, float>(c, plus{}, 0.0f, identity_load{});
 }
 

@@ -1,7 +1,9 @@
 // pk::archdb — ISA ("arch") traits: one row per compile target.
 //
 // Header-only and usable in device code (nvcc with --expt-relaxed-constexpr, HIP clang): only constexpr
-// functions, no std::string, no containers, no exceptions. Every fact cites a key of
+// functions, no std::string, no containers, no exceptions. In nvcc device code, call traits()/parse_arch()
+// with constant arguments (as selectors do with the compiled arch): nvcc does not place namespace-scope
+// constexpr arrays in device memory, so a lookup with a run-time index does not compile there. Every fact cites a key of
 // /work/shared/ARCH_FACTS.md §9 in brackets. Per-product facts (SM count, L2, bandwidth, ...) live in
 // archdb/devices/*.json, not here.
 //
@@ -76,7 +78,7 @@ struct arch_traits {
 //    writes to an M0-based, wave-uniform LDS address rather than a per-lane destination, so it is not the
 //    cp.async programming model; a separate predicate should expose it when a kernel uses it.
 inline constexpr arch_traits arch_table[] = {
-    // generic: the host pass and unknown targets. Values are the most conservative common ones:
+    // generic: the host pass and unknown targets (vendor is nominal). Values are the most conservative common ones:
     // warp 32 is STYLE.md rule 4's min_warp_size; 1024 threads/block holds on every row below.
     {arch::generic, vendor::nvidia, "generic", arch::generic,
      32,                         // min_warp_size [STYLE rule 4]

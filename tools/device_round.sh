@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One round on the GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck, synccheck) and
+# benchmarks with their anchors, from a build folder made on the CI kind (binaries built there run on
+# the GPU machine) and carried along. Logs go to $OUT; a short summary is printed last.
+#
+#   tools/device_round.sh BUILD_DIR [tests|sanitize|bench|all]...
+set -u
+build=${1:?build dir}; shift
+steps=${*:-all}
+out=${OUT:-/tmp/pk-round}
+mkdir -p "$out"
+summary=()
+note() { summary+=("$*"); }
+has() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$out/gpu.txt" 2>&1
+note "gpu: $(cat "$out/gpu.txt")"
+
+tests=()
+for t in "$build"/tests/pk_test_*; do [[ -x $t && -f $t ]] && tests+=("$t"); done
+
+if has tests; then
+  for t in "${tests[@]}"; do
+    n=$(basename "$t")
+    "$t" --gtest_brief=1 > "$out/$n.log" 2>&1; rc=$?
+    note "test $n: rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$out/$n.log" | tr '\n' ' ')"
+  done
+fi
+
+if has sanitize; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    for t in "${tests[@]}"; do
+      n=$(basename "$t")
+      [[ $n == pk_test_numeric || $n == pk_test_archdb ]] && continue   # no device code
+      "$cs" --tool "$tool" --error-exitcode 17 "$t" --gtest_filter='*/cuda' --gtest_brief=1 > "$out/san_${tool}_$n.log" 2>&1; rc=$?
+      note "sanitizer $tool $n: rc=$rc $(grep -E 'ERROR SUMMARY|Hazard|RACECHECK SUMMARY' "$out/san_${tool}_$n.log" | tail -1)"
+    done
+  done
+fi
+
+if has bench; then
+  for b in "$build"/bench/pk_bench_*; do
+    [[ -x $b && -f $b ]] || continue
+    n=$(basename "$b")
+    "$b" > "$out/$n.txt" 2> "$out/$n.err"; rc=$?
+    note "bench $n: rc=$rc"
+    tail -40 "$out/$n.txt"
+  done
+  if [[ -f bench/anchors/torch_bench.py ]]; then
+    PYTHONUNBUFFERED=1 python3 bench/anchors/torch_bench.py > "$out/torch_bench.txt" 2>&1; note "bench torch: rc=$?"
+    tail -40 "$out/torch_bench.txt"
+  fi
+fi
+
+echo "==== summary ===="
+printf '%s\n' "${summary[@]}"
