@@ -21,9 +21,10 @@ function(pk_check_cuda_architectures)
   endforeach()
 endfunction()
 
+# HIP is compiled by clang-19 directly (custom commands), not through CMake's HIP language: CMake
+# 3.25 cannot use Debian's ROCm layout (hip-lang lives under the multiarch libdir and its
+# `-isystem /usr/include` breaks the C++ headers' include_next chain in the compiler check).
 macro(pk_enable_hip)
-  # clang-19 compiles HIP with Debian's ROCm 5.2 headers and a device-library overlay that adds the
-  # ISA-version bitcode files Debian lacks (cmake/hip_devlibs.sh).
   if(NOT CMAKE_HIP_ARCHITECTURES)
     message(FATAL_ERROR "PK_ENABLE_HIP needs CMAKE_HIP_ARCHITECTURES (e.g. gfx942)")
   endif()
@@ -32,14 +33,40 @@ macro(pk_enable_hip)
       message(FATAL_ERROR "CMAKE_HIP_ARCHITECTURES: ${a} has no archdb row (known: ${PK_KNOWN_HIP_ARCHS})")
     endif()
   endforeach()
+  find_program(PK_HIP_CLANG NAMES clang++-19 REQUIRED)
+  find_library(PK_AMDHIP64 NAMES amdhip64 REQUIRED)
   set(PK_HIP_DEVLIBS "${PROJECT_BINARY_DIR}/hip-devlibs")
-  execute_process(COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/hip_devlibs.sh ${PK_HIP_DEVLIBS}
-                  RESULT_VARIABLE _pk_devlibs_rc)
+  execute_process(COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/hip_devlibs.sh ${PK_HIP_DEVLIBS} ${CMAKE_HIP_ARCHITECTURES}
+                  RESULT_VARIABLE _pk_devlibs_rc OUTPUT_QUIET)
   if(NOT _pk_devlibs_rc EQUAL 0)
     message(FATAL_ERROR "cmake/hip_devlibs.sh failed: install clang-19, llvm-19 and rocm-device-libs")
   endif()
-  enable_language(HIP)
 endmacro()
+
+# Compiles `wrapper` (a .hip file) with clang-19 for every CMAKE_HIP_ARCHITECTURES entry into an object
+# (host code + embedded code objects) added to `tgt`, with the target's include dirs and definitions.
+function(pk_hip_object tgt wrapper obj)
+  set(arch_flags "")
+  foreach(a IN LISTS CMAKE_HIP_ARCHITECTURES)
+    list(APPEND arch_flags --offload-arch=${a})
+  endforeach()
+  set(incs "$<TARGET_PROPERTY:${tgt},INCLUDE_DIRECTORIES>")
+  set(defs "$<TARGET_PROPERTY:${tgt},COMPILE_DEFINITIONS>")
+  add_custom_command(OUTPUT "${obj}"
+    COMMAND ${PK_HIP_CLANG} -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${PK_HIP_DEVLIBS}
+            ${arch_flags} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
+            -MD -MF "${obj}.d" -c "${wrapper}" -o "${obj}"
+    DEPENDS "${wrapper}" DEPFILE "${obj}.d"
+    COMMENT "HIP ${CMAKE_HIP_ARCHITECTURES}: ${wrapper}"
+    COMMAND_EXPAND_LISTS VERBATIM)
+  # The rule lives in this directory; the target may live in a parent one.
+  string(MAKE_C_IDENTIFIER "${obj}" rule)
+  add_custom_target(pk_hip_${rule} DEPENDS "${obj}")
+  add_dependencies(${tgt} pk_hip_${rule})
+  set_source_files_properties("${obj}" TARGET_DIRECTORY ${tgt} PROPERTIES GENERATED TRUE EXTERNAL_OBJECT TRUE)
+  target_sources(${tgt} PRIVATE "${obj}")
+  target_link_libraries(${tgt} PRIVATE ${PK_AMDHIP64})
+endfunction()
 
 # Sets PK_TARGET_XLIST and PK_HAS_TARGET_* (parent scope) for the config header.
 function(pk_collect_targets)
@@ -73,6 +100,7 @@ endfunction()
 function(pk_target_sources tgt)
   foreach(src IN LISTS ARGN)
     get_filename_component(abs "${src}" ABSOLUTE)
+    set_property(GLOBAL APPEND PROPERTY PK_DEVICE_TUS "${tgt}|${abs}")
     get_filename_component(stem "${src}" NAME_WE)
     set(wrappers "")
     foreach(a IN LISTS PK_HOST_ARCHS)
@@ -90,12 +118,33 @@ function(pk_target_sources tgt)
     if(PK_ENABLE_HIP)
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.hip")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
-      set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES LANGUAGE HIP)
-      list(APPEND wrappers "${w}")
+      pk_hip_object(${tgt} "${w}" "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.o")
     endif()
     target_sources(${tgt} PRIVATE ${wrappers})
   endforeach()
   if(PK_ENABLE_CUDA)
     set_target_properties(${tgt} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
   endif()
+endfunction()
+
+# Writes <build>/pk_matrix/<target>.manifest for every target with per-target sources: the device
+# translation units and their include directories. .ci/compile_matrix.sh compiles each one for every
+# CUDA and HIP arch (device-only, with resource reports) from these manifests.
+function(pk_write_matrix_manifests)
+  get_property(tus GLOBAL PROPERTY PK_DEVICE_TUS)
+  set(tgts "")
+  foreach(e IN LISTS tus)
+    string(REPLACE "|" ";" parts "${e}")
+    list(GET parts 0 t)
+    list(GET parts 1 f)
+    list(APPEND tgts ${t})
+    list(APPEND _pk_src_${t} ${f})
+  endforeach()
+  list(REMOVE_DUPLICATES tgts)
+  foreach(t IN LISTS tgts)
+    list(REMOVE_DUPLICATES _pk_src_${t})
+    string(REPLACE ";" "\n" srcs "${_pk_src_${t}}")
+    file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/pk_matrix/${t}.manifest"
+         CONTENT "includes=$<JOIN:$<TARGET_PROPERTY:${t},INCLUDE_DIRECTORIES>,:>\n${srcs}\n")
+  endforeach()
 endfunction()

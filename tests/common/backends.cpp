@@ -19,16 +19,18 @@ std::vector<backend_param> host_backends() {
 std::vector<backend_param> all_backends() {
   std::vector<backend_param> v = host_backends();
   if (target_built(target::cuda)) v.push_back({"cuda", "", true});
+  if (target_built(target::hip)) v.push_back({"hip", "", true});
   return v;
 }
 
 bool make_stream(const backend_param& p, pk::stream& s, std::string& why_not) {
   if (p.gpu) {
-    if (cuda_device_count() == 0) {
-      why_not = "no CUDA device present: GPU test skipped (run it on the GPU machine)";
+    const bool hip = p.label == "hip";
+    if ((hip ? hip_device_count() : cuda_device_count()) == 0) {
+      why_not = std::string("no ") + (hip ? "HIP" : "CUDA") + " device present: GPU test skipped (run it on a machine with one)";
       return false;
     }
-    const status st = stream::cuda(nullptr, 0, s);
+    const status st = hip ? stream::hip(nullptr, 0, s) : stream::cuda(nullptr, 0, s);
     if (!st) {
       why_not = st.to_string();
       return false;

@@ -147,6 +147,14 @@ int cuda_device_count() noexcept {
 #endif
 }
 
+int hip_device_count() noexcept {
+#if PK_ENABLE_HIP
+  return backend::hip::device_count();
+#else
+  return 0;
+#endif
+}
+
 status default_stream(stream& out) {
 #if PK_ENABLE_CUDA
   if (backend::cuda::device_count() > 0) return stream::cuda(nullptr, 0, out);

@@ -4,7 +4,7 @@
 #include <pk/backend/hip/memory.hpp>
 #include <pk/backend/hip/stream.hpp>
 
-#include <hip/hip_runtime.h>
+#include <hip/hip_runtime_api.h>
 
 #include <string>
 

@@ -67,6 +67,8 @@ class stream {
 status default_stream(stream& out);
 //! Number of CUDA devices usable by this build (0 when built without CUDA or without a driver).
 int cuda_device_count() noexcept;
+//! Number of HIP devices usable by this build (0 when built without HIP or without a driver).
+int hip_device_count() noexcept;
 //! Waits for all work enqueued on `s`.
 status synchronize(const stream& s);
 

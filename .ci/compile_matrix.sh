@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The compile matrix: every device translation unit (from <build>/pk_matrix/*.manifest, written by
+# CMake) compiled device-only for every CUDA arch (nvcc -cubin, ptxas -v report) and every HIP arch
+# (clang-19, kernel-resource-usage remarks). Any failure fails the script.
+#   .ci/compile_matrix.sh BUILD_DIR OUT_DIR
+# Outputs per TU and arch: OUT_DIR/<tu>.<sm_XX>.ptxas.log, OUT_DIR/<tu>.<gfxN>.remarks, and
+# OUT_DIR/timings.tsv (tu, arch, seconds, rc).
+set -uo pipefail
+build=${1:?build dir}; out=${2:?out dir}
+cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a"}
+hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx1100"}
+jobs=${PK_MATRIX_JOBS:-$(nproc)}
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+clang=${HIP_CLANG:-clang++-19}
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+devlibs="$out/hip-devlibs"
+sh "$here/cmake/hip_devlibs.sh" "$devlibs" >/dev/null || { echo "hip_devlibs.sh failed"; exit 1; }
+
+jobsfile="$out/jobs.txt"; : > "$jobsfile"
+for m in "$build"/pk_matrix/*.manifest; do
+  incs=$(sed -n 's/^includes=//p' "$m" | tr ':' '\n' | grep -v '^/usr/include$' | sort -u | sed 's/^/-I/' | tr '\n' ' ')
+  while read -r src; do
+    [[ -z $src || $src == includes=* ]] && continue
+    tu=$(basename "${src%.*}")
+    for a in $cuda_archs; do echo "cuda|$a|$tu|$src|$incs" >> "$jobsfile"; done
+    for a in $hip_archs; do echo "hip|$a|$tu|$src|$incs" >> "$jobsfile"; done
+  done < "$m"
+done
+
+compile_one() {
+  IFS='|' read -r kind arch tu src incs <<< "$1"
+  local t0=$SECONDS rc
+  if [[ $kind == cuda ]]; then
+    # shellcheck disable=SC2086
+    "$nvcc" -x cu -std=c++20 --expt-relaxed-constexpr -O3 -cubin -gencode "arch=compute_${arch},code=sm_${arch}" \
+      -Xptxas -v -Xptxas -warn-spills $incs "$src" -o "$out/$tu.sm_$arch.cubin" > "$out/$tu.sm_$arch.ptxas.log" 2>&1
+    rc=$?; log="$out/$tu.sm_$arch.ptxas.log"
+  else
+    # shellcheck disable=SC2086
+    "$clang" -x hip -std=c++20 -O3 --rocm-path=/usr --rocm-device-lib-path="$devlibs" --cuda-device-only \
+      --no-gpu-bundle-output --offload-arch="$arch" -Rpass-analysis=kernel-resource-usage $incs -c "$src" \
+      -o "$out/$tu.$arch.o" > "$out/$tu.$arch.remarks" 2>&1
+    rc=$?; log="$out/$tu.$arch.remarks"
+  fi
+  printf '%s\t%s\t%s\t%s\n' "$tu" "$arch" $((SECONDS - t0)) "$rc" >> "$out/timings.tsv"
+  if [[ $rc != 0 ]]; then echo "FAILED: $kind $arch $src"; grep -E 'error' "$log" | head -20; return 1; fi
+  echo "ok: $kind $arch $tu ($((SECONDS - t0)) s)"
+}
+export -f compile_one
+export out nvcc clang devlibs
+: > "$out/timings.tsv"
+start=$SECONDS
+if ! xargs -a "$jobsfile" -d '\n' -P "$jobs" -I{} bash -c 'compile_one "$@"' _ {}; then
+  echo "compile matrix: FAILED ($((SECONDS - start)) s)"; exit 1
+fi
+echo "compile matrix: $(wc -l < "$jobsfile") compiles passed in $((SECONDS - start)) s"
