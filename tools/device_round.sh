@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 note "gpu: $(cat "$out/gpu.txt")"
 
 tests=()
-for t in "$build"/tests/pk_test_*; do [[ -x $t && -f $t ]] && tests+=("$t"); done
+while IFS= read -r t; do tests+=("$t"); done < <(find "$build/tests" -type f -name 'pk_test_*' -perm -u+x | sort)
 
 if has tests; then
   for t in "${tests[@]}"; do
@@ -40,13 +40,12 @@ if has sanitize; then
 fi
 
 if has bench; then
-  for b in "$build"/bench/pk_bench_*; do
-    [[ -x $b && -f $b ]] || continue
+  while IFS= read -r b; do
     n=$(basename "$b")
     "$b" > "$out/$n.txt" 2> "$out/$n.err"; rc=$?
     note "bench $n: rc=$rc"
     tail -40 "$out/$n.txt"
-  done
+  done < <(find "$build/bench" -type f -name 'pk_bench_*' -perm -u+x 2>/dev/null | sort)
   if [[ -f bench/anchors/torch_bench.py ]]; then
     PYTHONUNBUFFERED=1 python3 bench/anchors/torch_bench.py > "$out/torch_bench.txt" 2>&1; note "bench torch: rc=$?"
     tail -40 "$out/torch_bench.txt"

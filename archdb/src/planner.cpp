@@ -85,6 +85,7 @@ plan choose(const device_desc& d, std::span<const candidate> cands, const cost_f
     const auto& c = cands[i];
     plan::considered e;
     e.name = c.name;
+    e.res = c.res;
     const fit_result f = check_fit(d, c);
     e.fits = f.fits;
     if (!f.fits) {
@@ -93,6 +94,7 @@ plan choose(const device_desc& d, std::span<const candidate> cands, const cost_f
       continue;
     }
     const occupancy_result occ = occupancy(d, c.res);
+    e.occ = occ;
     cost_estimate ce;
     if (cost) ce = cost(c, occ);
     e.predicted_us = ce.predicted_us;
@@ -131,6 +133,63 @@ plan choose(const device_desc& d, std::span<const candidate> cands, const cost_f
   }
   p.why = w.str();
   return p;
+}
+
+std::string candidate_set_id(std::span<const std::string> names) {
+  // FNV-1a, 64 bit (offset basis and prime of the published algorithm); names are separated by a NUL so
+  // that {"ab","c"} and {"a","bc"} differ.
+  std::uint64_t h = 14695981039346656037ull;
+  const auto mix = [&h](unsigned char byte) {
+    h ^= byte;
+    h *= 1099511628211ull;
+  };
+  for (const auto& n : names) {
+    for (const char ch : n) mix(static_cast<unsigned char>(ch));
+    mix(0);
+  }
+  std::ostringstream o;
+  o << names.size() << "x" << std::hex << h;
+  return o.str();
+}
+
+std::string size_bucket(std::int64_t n, int elem_bytes) {
+  int log2n = 0;
+  while (log2n < 62 && (std::int64_t{1} << (log2n + 1)) <= n) ++log2n;
+  return "log2n" + std::to_string(log2n) + "_e" + std::to_string(elem_bytes);
+}
+
+tuning_key tuning_key_of(const device_desc& d, const std::string& family, const plan& p, const std::string& bucket) {
+  std::vector<std::string> names;
+  names.reserve(p.all.size());
+  for (const auto& e : p.all) names.push_back(e.name);
+  return {device_identity(d), family, candidate_set_id(names), bucket};
+}
+
+bool adopt_cached_winner(const device_desc& d, const tuning_entry& e, plan& p) {
+  for (std::size_t i = 0; i < p.all.size(); ++i) {
+    if (p.all[i].name != e.winner) continue;
+    const fit_result f = check_fit(d, candidate{p.all[i].name, p.all[i].res, false, 0});
+    if (!f.fits) return false;
+    const bool same = p.index == static_cast<int>(i);
+    p.index = static_cast<int>(i);
+    p.name = e.winner;
+    p.occ = occupancy(d, p.all[i].res);
+    p.predicted_us = e.measured_us;
+    p.from_tuning_cache = true;
+    std::ostringstream w;
+    w << "from tuning cache: " << e.winner << " measured " << fmt_us(e.measured_us);
+    if (!e.date.empty()) w << " on " << e.date;
+    w << (same ? " (also the model's choice)" : " (the model preferred another candidate)") << "\nmodel: " << p.why;
+    p.why = w.str();
+    return true;
+  }
+  return false;
+}
+
+bool apply_tuning_cache(const device_desc& d, const std::string& family, const std::string& bucket, plan& p) {
+  if (p.all.empty() || tuning_mode_from_env() == tuning_mode::off) return false;
+  const auto hit = tuning_cache::instance().lookup(tuning_key_of(d, family, p, bucket));
+  return hit && adopt_cached_winner(d, *hit, p);
 }
 
 double roofline_us(const device_desc& d, double bytes, double flops, double peak_tflops) {

@@ -1,17 +1,28 @@
-// Device-wide reduction: validation, planning and dispatch to the per-target instances. Compiled once.
+// Reductions: validation, planning and dispatch to the per-target instances. Compiled once.
 #include <pk/config.hpp>
 #include <pk/portable/lane.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
+#include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
-// The per-target instances (kernels/reduction/src/reduce_sum_f32.cpp, once per built target).
-#define PK_DETAIL_DECLARE_REDUCE(t) \
-  namespace pk::t::impl {           \
-  status reduce_sum_f32(const reduction::reduce_call&); \
+// The per-target instances (src/reduce_<dtype>.cpp and src/reduce_repro.cpp, once per built target).
+#define PK_DETAIL_DECLARE_REDUCE(t)                        \
+  namespace pk::t::impl {                                  \
+  status reduce_f64(const reduction::reduce_call&);        \
+  status reduce_f32(const reduction::reduce_call&);        \
+  status reduce_f16(const reduction::reduce_call&);        \
+  status reduce_bf16(const reduction::reduce_call&);       \
+  status reduce_i32(const reduction::reduce_call&);        \
+  status reduce_i64(const reduction::reduce_call&);        \
+  status reduce_i8(const reduction::reduce_call&);         \
+  status reduce_u8(const reduction::reduce_call&);         \
+  status repro_f32(const reduction::repro_call&);          \
+  status repro_f64(const reduction::repro_call&);          \
   }
 PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_REDUCE)
 #undef PK_DETAIL_DECLARE_REDUCE
@@ -19,11 +30,48 @@ PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_REDUCE)
 namespace pk {
 namespace reduction {
 
+const char* to_string(dtype t) noexcept {
+  switch (t) {
+    case dtype::f64: return "f64";
+    case dtype::f32: return "f32";
+    case dtype::f16: return "f16";
+    case dtype::bf16: return "bf16";
+    case dtype::i32: return "i32";
+    case dtype::i64: return "i64";
+    case dtype::i8: return "i8";
+    case dtype::u8: return "u8";
+  }
+  return "?";
+}
+
+int size_of(dtype t) noexcept {
+  switch (t) {
+    case dtype::f64:
+    case dtype::i64: return 8;
+    case dtype::f32:
+    case dtype::i32: return 4;
+    case dtype::f16:
+    case dtype::bf16: return 2;
+    case dtype::i8:
+    case dtype::u8: return 1;
+  }
+  return 0;
+}
+
 namespace {
+
 // Registers per thread assumed when the compiler's report is not at hand (the host plans for any
-// device): the reduction keeps one accumulator and one 16-byte vector live, so it is far from every
-// register limit; the CI resource check (ci/resource_check) verifies the real counts fit.
+// device): the reductions keep a few accumulators and U 16-byte vectors live, far from every register
+// limit; the CI resource check verifies the real counts fit.
 constexpr int assumed_regs_per_thread = 32;
+constexpr int assumed_rows_regs_per_thread = 64;
+// Bytes of one accumulator at most (welford<double>: 24 bytes, rounded up): sizes the partials.
+constexpr std::size_t max_accum_bytes = 32;
+// A block's ticket counter, kept 256 bytes apart from the partials so that they stay aligned.
+constexpr std::size_t ticket_bytes = 256;
+// Memory latency under load assumed by the cost models (HBM round trip: ~0.6-0.8 us on A100/H100/MI300
+// class devices); it bounds a group's serial chain of dependent load rounds.
+constexpr double load_round_us = 0.8;
 
 archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
   archdb::candidate c;
@@ -31,25 +79,29 @@ archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
   c.res.threads_per_block = p.block_threads;
   c.res.regs_per_thread = assumed_regs_per_thread;
   // block_reduce temp storage: one partial per warp of the smallest warp size, the result, the flag.
-  c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * std::max(elem_bytes, 4);
+  c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * std::max(elem_bytes, 16);
   return c;
 }
+
+// Fraction of the device's thread slots that have work (a device at occupancy >= 50% is treated as
+// saturating bandwidth).
+double busy_fraction(const archdb::device_desc& d, std::int64_t threads) {
+  return std::min(1.0, static_cast<double>(threads) / std::max(1.0, 0.5 * d.max_threads_per_sm * d.sm_count));
+}
+
 }  // namespace
 
 archdb::plan plan_reduce(const archdb::device_desc& device, std::int64_t n, int elem_bytes) {
   std::vector<archdb::candidate> cands;
   for (const reduce_policy& p : reduce_candidates) cands.push_back(candidate_of(p, elem_bytes));
   const double bytes = static_cast<double>(n) * elem_bytes;
-  return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
+  archdb::plan plan = archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const reduce_policy& p = reduce_candidates[static_cast<std::size_t>(&c - cands.data())];
     const std::int64_t tile = std::int64_t{p.block_threads} * scaled_items(p, static_cast<std::size_t>(elem_bytes));
     const std::int64_t tiles = std::max<std::int64_t>(1, (n + tile - 1) / tile);
     const std::int64_t resident = std::int64_t{occ.blocks_per_sm} * device.sm_count;
     const std::int64_t grid = std::min(tiles, std::max<std::int64_t>(1, resident));
-    // Bandwidth needs enough loads in flight: the fraction of the device's threads that are resident
-    // and have work (a full device at occupancy >= 50% is treated as saturating bandwidth).
-    const double busy = std::min(1.0, static_cast<double>(grid * p.block_threads) /
-                                          std::max(1.0, 0.5 * device.max_threads_per_sm * device.sm_count));
+    const double busy = busy_fraction(device, grid * p.block_threads);
     const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / std::max(busy, 1e-3);
     // The last block reduces `grid` partials: a second, serial step proportional to the grid.
     const double tail_us = static_cast<double>(grid) / p.block_threads * 0.05;
@@ -58,6 +110,9 @@ archdb::plan plan_reduce(const archdb::device_desc& device, std::int64_t n, int 
         << "% of thread slots busy, stream " << stream_us << " us + tail " << tail_us << " us";
     return archdb::cost_estimate{stream_us + tail_us, why.str()};
   });
+  // A winner measured by `pk tune reduce` replaces the model's choice (archdb tuning cache; never times).
+  archdb::apply_tuning_cache(device, "reduce", archdb::size_bucket(n, elem_bytes), plan);
+  return plan;
 }
 
 unsigned reduce_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t n, int elem_bytes) {
@@ -68,36 +123,407 @@ unsigned reduce_grid(const archdb::device_desc& device, const archdb::plan& p, s
   return static_cast<unsigned>(std::min(tiles, resident));
 }
 
+archdb::plan plan_reduce_reproducible(const archdb::device_desc& device, std::int64_t n, int elem_bytes) {
+  std::vector<archdb::candidate> cands;
+  for (int b : reproducible_candidates) {
+    archdb::candidate c;
+    c.name = reproducible_name(b);
+    c.res.threads_per_block = b;
+    c.res.regs_per_thread = 2 * assumed_regs_per_thread;  // 16 vectors of 16 bytes in flight per thread
+    c.res.static_smem = static_cast<std::int64_t>(b / 32) * 8 + 16 + reproducible_layout::top_fanout * 8;
+    cands.push_back(c);
+  }
+  const std::int64_t chunk = reproducible_layout::chunk_elems(elem_bytes);
+  const std::int64_t chunks = (n + chunk - 1) / chunk;
+  const double bytes = static_cast<double>(n) * elem_bytes;
+  archdb::plan p = archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
+    const int teams = c.res.threads_per_block / 32;
+    const std::int64_t needed = std::max<std::int64_t>(1, (chunks + teams - 1) / teams);
+    const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
+    const std::int64_t grid = std::min(needed, resident);
+    const double busy = busy_fraction(device, grid * c.res.threads_per_block);
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / std::max(busy, 1e-3);
+    // Each round ends with a block barrier; the group and top trees are a few dependent rounds.
+    const double rounds = static_cast<double>((needed + grid - 1) / grid);
+    const double tail_us = 3 * load_round_us;
+    std::ostringstream why;
+    why << "grid " << grid << " (" << chunks << " chunks of " << chunk << ", " << rounds << " rounds), "
+        << static_cast<int>(busy * 100) << "% of thread slots busy, stream " << stream_us << " us + trees "
+        << tail_us << " us; the summation order is fixed by the layout: the plan changes speed, never bits";
+    return archdb::cost_estimate{stream_us + tail_us, why.str()};
+  });
+  return p;
+}
+
+namespace {
+archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segments, double avg_len, int elem_bytes,
+                         int passes, double bytes, int regs) {
+  std::vector<archdb::candidate> cands;
+  for (const segment_policy& p : segment_candidates) {
+    archdb::candidate c;
+    c.name = name_of(p);
+    c.res.threads_per_block = p.block_threads;
+    c.res.regs_per_thread = regs;
+    c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
+    cands.push_back(c);
+  }
+  const int vec = std::max(1, 16 / elem_bytes);
+  return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
+    const segment_policy& p = segment_candidates[static_cast<std::size_t>(&c - cands.data())];
+    const std::int64_t per_block = p.block_threads / p.group_threads;
+    const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
+    const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
+    const std::int64_t waves = (blocks + resident - 1) / resident;
+    // Lanes that load something: a row shorter than the group's vector width leaves lanes idle.
+    const double per_round = static_cast<double>(p.group_threads) * vec;
+    const double rounds = std::ceil(avg_len / per_round);
+    const double lane_use = avg_len > 0 ? std::min(1.0, avg_len / (rounds * per_round)) : 1.0;
+    const double busy = busy_fraction(device, std::min(blocks, resident) * p.block_threads) * std::max(lane_use, 1e-3);
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / std::max(busy, 1e-3);
+    // A group's chain of dependent load rounds (U vectors in flight each), per wave and pass.
+    const double chain_us = static_cast<double>(waves) * passes * std::ceil(rounds / p.unroll) * load_round_us;
+    std::ostringstream why;
+    why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
+        << static_cast<int>(busy * 100) << "% of thread slots busy, stream " << stream_us << " us, load chain "
+        << chain_us << " us";
+    return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
+  });
+}
+}  // namespace
+
+archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segments, std::int64_t total,
+                            int elem_bytes) {
+  const double avg = segments > 0 ? static_cast<double>(total) / static_cast<double>(segments) : 0.0;
+  return plan_groups(device, segments, avg, elem_bytes, 1, static_cast<double>(total) * elem_bytes,
+                     assumed_regs_per_thread);
+}
+
+archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
+                       int elem_bytes) {
+  const bool writes = op != row_op::mean_var;
+  // Bytes through DRAM: the row is read once for the statistics (the second read mostly hits L2) and
+  // written once.
+  const double bytes = static_cast<double>(rows) * static_cast<double>(cols) * elem_bytes * (writes ? 2 : 1);
+  return plan_groups(device, rows, static_cast<double>(cols), elem_bytes, writes ? 2 : 1, bytes,
+                     assumed_rows_regs_per_thread);
+}
+
+unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments) {
+  const segment_policy& pol = segment_candidates[static_cast<std::size_t>(p.index)];
+  const std::int64_t per_block = pol.block_threads / pol.group_threads;
+  const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
+  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
+  return static_cast<unsigned>(std::min(blocks, 16 * resident));
+}
+
 }  // namespace reduction
 
-status reduce_sum(const stream& s, const float* in, std::int64_t n, float* out) {
-  if (!s.valid()) return invalid_argument("reduce_sum: stream: not initialized (use pk::default_stream)");
-  if (n < 0) return invalid_argument("reduce_sum: n = " + std::to_string(n) + ": must be >= 0");
-  if (out == nullptr) return invalid_argument("reduce_sum: out: must not be null");
-  if (in == nullptr && n > 0) return invalid_argument("reduce_sum: in: must not be null when n > 0");
-  const archdb::plan p = reduction::plan_reduce(s.device(), n, sizeof(float));
-  if (p.index < 0) return unsupported("reduce_sum: no compiled policy fits " + s.device().name + ": " + p.why);
-  reduction::reduce_call c;
+const char* to_string(reduce_op op) noexcept {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::prod: return "prod";
+    case reduce_op::min: return "min";
+    case reduce_op::max: return "max";
+    case reduce_op::argmin: return "argmin";
+    case reduce_op::argmax: return "argmax";
+  }
+  return "?";
+}
+
+namespace {
+using reduction::dtype;
+
+bool is_arg(reduce_op op) { return op == reduce_op::argmin || op == reduce_op::argmax; }
+
+bool valid_dtype(dtype t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(dtype::u8); }
+
+status check_op_type(const char* fn, reduce_op op, dtype t) {
+  if (!valid_dtype(t)) return invalid_argument(std::string(fn) + ": type: not a pk::reduction::dtype value");
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(reduce_op::argmax))
+    return invalid_argument(std::string(fn) + ": op: not a pk::reduce_op value");
+  if ((op == reduce_op::sum || op == reduce_op::prod) && (t == dtype::i8 || t == dtype::u8))
+    return unsupported(std::string(fn) + ": type " + reduction::to_string(t) + ": " + to_string(op) +
+                       " is supported for f64, f32, f16, bf16, i32, i64 (i8/u8 have min, max, argmin, argmax)");
+  return {};
+}
+
+status dispatch(const reduction::reduce_call& c, dtype t, const char* fn) {
+  switch (c.s->code_target()) {
+#define PK_DETAIL_DISPATCH(tg)                                \
+  case target::tg:                                            \
+    switch (t) {                                              \
+      case dtype::f64: return tg::impl::reduce_f64(c);        \
+      case dtype::f32: return tg::impl::reduce_f32(c);        \
+      case dtype::f16: return tg::impl::reduce_f16(c);        \
+      case dtype::bf16: return tg::impl::reduce_bf16(c);      \
+      case dtype::i32: return tg::impl::reduce_i32(c);        \
+      case dtype::i64: return tg::impl::reduce_i64(c);        \
+      case dtype::i8: return tg::impl::reduce_i8(c);          \
+      case dtype::u8: return tg::impl::reduce_u8(c);          \
+    }                                                         \
+    break;
+    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
+#undef PK_DETAIL_DISPATCH
+    default: break;
+  }
+  return unsupported(std::string(fn) + ": target " + to_string(c.s->code_target()) + " is not built");
+}
+
+status dispatch_repro(const reduction::repro_call& c, dtype t) {
+  switch (c.s->code_target()) {
+#define PK_DETAIL_DISPATCH(tg) \
+  case target::tg: return t == dtype::f64 ? tg::impl::repro_f64(c) : tg::impl::repro_f32(c);
+    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
+#undef PK_DETAIL_DISPATCH
+    default: break;
+  }
+  return unsupported(std::string("reduce: target ") + to_string(c.s->code_target()) + " is not built");
+}
+
+status check_policy(const char* fn, int policy, std::size_t count) {
+  if (policy < -1 || policy >= static_cast<int>(count))
+    return invalid_argument(std::string(fn) + ": options.policy = " + std::to_string(policy) + ": must be -1 or in [0, " +
+                            std::to_string(count) + ")");
+  return {};
+}
+
+//! Applies options.policy: the forced candidate, with its occupancy, when it fits.
+status force_policy(const char* fn, archdb::plan& p, int policy) {
+  if (policy < 0) return {};
+  const archdb::plan::considered& c = p.all[static_cast<std::size_t>(policy)];
+  if (!c.fits) return unsupported(std::string(fn) + ": options.policy = " + std::to_string(policy) + " (" + c.name +
+                                  ") does not fit: " + c.reason);
+  p.index = policy;
+  p.name = c.name;
+  p.occ = c.occ;  // the grid is sized from the forced candidate's occupancy, not the model choice's
+  return {};
+}
+
+status reduce_reproducible(const stream& s, dtype type, const void* in, std::int64_t n, void* out, int policy) {
+  const int eb = reduction::size_of(type);
+  archdb::plan p = reduction::plan_reduce_reproducible(s.device(), n, eb);
+  if (p.index < 0) return unsupported("reduce: no reproducible policy fits " + s.device().name + ": " + p.why);
+  PK_TRY(force_policy("reduce", p, policy));
+  using layout = reduction::reproducible_layout;
+  const std::int64_t chunk = layout::chunk_elems(eb);
+  const std::int64_t chunks = (n + chunk - 1) / chunk;
+  const std::int64_t groups = (chunks + layout::group_chunks - 1) / layout::group_chunks;
+  if (groups > layout::max_groups)
+    return invalid_argument("reduce: n = " + std::to_string(n) + ": the reproducible sum supports at most " +
+                            std::to_string(layout::max_groups * layout::group_chunks * chunk) + " elements");
+  const int b = reduction::reproducible_candidates[static_cast<std::size_t>(p.index)];
+  const std::int64_t teams = b / 32;
+  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{std::max(1, p.occ.blocks_per_sm)} * s.device().sm_count);
+  reduction::repro_call c;
   c.s = &s;
   c.policy = p.index;
-  c.grid = reduction::reduce_grid(s.device(), p, n, sizeof(float));
+  c.grid = static_cast<unsigned>(std::clamp<std::int64_t>((chunks + teams - 1) / teams, 1, resident));
   c.in = in;
   c.n = n;
   c.out = out;
-  c.type_name = "f32";
-  // Workspace: the ticket counter first (kept zero between calls), then `grid` partials.
-  constexpr std::size_t ticket_bytes = 256;  // keeps the partials 256-byte aligned
+  c.type_name = reduction::to_string(type);
+  // Workspace: counters (one per group and the top one, zero between calls), then the chunk and group
+  // sums, each region 256-byte aligned.
+  const auto round256 = [](std::size_t x) { return (x + 255) / 256 * 256; };
+  const std::size_t counters = round256(static_cast<std::size_t>(groups + 1) * sizeof(unsigned));
+  const std::size_t chunk_bytes = round256(static_cast<std::size_t>(chunks) * eb);
+  const std::size_t group_bytes = round256(static_cast<std::size_t>(groups) * eb);
   void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, ticket_bytes + c.grid * sizeof(float), &ws));
-  c.ticket = static_cast<unsigned*>(ws);
-  c.partials = static_cast<char*>(ws) + ticket_bytes;
-  switch (s.code_target()) {
-#define PK_DETAIL_DISPATCH(t) \
-  case target::t: return t::impl::reduce_sum_f32(c);
-    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
-#undef PK_DETAIL_DISPATCH
-    default: return unsupported(std::string("reduce_sum: target ") + to_string(s.code_target()) + " is not built");
+  PK_TRY(detail::stream_workspace(s, counters + chunk_bytes + group_bytes, &ws));
+  char* w = static_cast<char*>(ws);
+  c.top_ticket = reinterpret_cast<unsigned*>(w);
+  c.group_tickets = reinterpret_cast<unsigned*>(w) + 1;
+  c.chunk_sums = w + counters;
+  c.group_sums = w + counters + chunk_bytes;
+  return dispatch_repro(c, type);
+}
+
+status common_stream_checks(const char* fn, const stream& s) {
+  if (!s.valid()) return invalid_argument(std::string(fn) + ": stream: not initialized (use pk::default_stream)");
+  return {};
+}
+
+}  // namespace
+
+status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::int64_t n, void* out,
+              const reduce_options& opt) {
+  PK_TRY(common_stream_checks("reduce", s));
+  PK_TRY(check_op_type("reduce", op, type));
+  if (n < 0) return invalid_argument("reduce: n = " + std::to_string(n) + ": must be >= 0");
+  if (out == nullptr) return invalid_argument("reduce: out: must not be null");
+  if (in == nullptr && n > 0) return invalid_argument("reduce: in: must not be null when n > 0");
+  if (opt.reproducible) {
+    if (op != reduce_op::sum || (type != dtype::f32 && type != dtype::f64))
+      return unsupported(std::string("reduce: options.reproducible: only the f32 and f64 sums have a reproducible "
+                                     "mode (integer sums are exact; this is ") +
+                         to_string(op) + " of " + reduction::to_string(type) + ")");
+    PK_TRY(check_policy("reduce", opt.policy, reduction::reproducible_candidates.size()));
+    return reduce_reproducible(s, type, in, n, out, opt.policy);
   }
+  PK_TRY(check_policy("reduce", opt.policy, reduction::reduce_candidates.size()));
+  const int eb = reduction::size_of(type);
+  archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
+  if (p.index < 0) return unsupported("reduce: no compiled policy fits " + s.device().name + ": " + p.why);
+  PK_TRY(force_policy("reduce", p, opt.policy));
+  reduction::reduce_call c;
+  c.s = &s;
+  c.kind = reduction::call_kind::device;
+  c.op = static_cast<reduction::op_code>(op);
+  c.policy = p.index;
+  c.grid = reduction::reduce_grid(s.device(), p, n, eb);
+  c.in = in;
+  c.n = n;
+  c.out = out;
+  c.type_name = reduction::to_string(type);
+  void* ws = nullptr;
+  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
+  c.ticket = static_cast<unsigned*>(ws);
+  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
+  return dispatch(c, type, "reduce");
+}
+
+status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t n, void* mean, void* var,
+                       int correction) {
+  PK_TRY(common_stream_checks("reduce_mean_var", s));
+  if (!valid_dtype(type)) return invalid_argument("reduce_mean_var: type: not a pk::reduction::dtype value");
+  if (type != dtype::f64 && type != dtype::f32 && type != dtype::f16 && type != dtype::bf16)
+    return unsupported(std::string("reduce_mean_var: type ") + reduction::to_string(type) +
+                       ": supported types are f64, f32, f16, bf16");
+  if (n < 0) return invalid_argument("reduce_mean_var: n = " + std::to_string(n) + ": must be >= 0");
+  if (in == nullptr && n > 0) return invalid_argument("reduce_mean_var: in: must not be null when n > 0");
+  if (mean == nullptr) return invalid_argument("reduce_mean_var: mean: must not be null");
+  if (var == nullptr) return invalid_argument("reduce_mean_var: var: must not be null");
+  if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
+  const int eb = reduction::size_of(type);
+  const archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
+  if (p.index < 0) return unsupported("reduce_mean_var: no compiled policy fits " + s.device().name + ": " + p.why);
+  reduction::reduce_call c;
+  c.s = &s;
+  c.kind = reduction::call_kind::mean_var;
+  c.policy = p.index;
+  c.grid = reduction::reduce_grid(s.device(), p, n, eb);
+  c.in = in;
+  c.n = n;
+  c.out = mean;
+  c.out2 = var;
+  c.correction = correction;
+  c.type_name = reduction::to_string(type);
+  void* ws = nullptr;
+  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
+  c.ticket = static_cast<unsigned*>(ws);
+  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
+  return dispatch(c, type, "reduce_mean_var");
+}
+
+status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* in, std::int64_t segments,
+                        const std::int64_t* offsets, void* out, const reduce_options& opt) {
+  PK_TRY(common_stream_checks("segmented_reduce", s));
+  PK_TRY(check_op_type("segmented_reduce", op, type));
+  if (opt.reproducible) return unsupported("segmented_reduce: options.reproducible: only the device-wide sum has it");
+  PK_TRY(check_policy("segmented_reduce", opt.policy, reduction::segment_candidates.size()));
+  if (segments < 0) return invalid_argument("segmented_reduce: segments = " + std::to_string(segments) + ": must be >= 0");
+  if (segments == 0) return {};
+  if (offsets == nullptr) return invalid_argument("segmented_reduce: offsets: must not be null (segments + 1 values)");
+  if (out == nullptr) return invalid_argument("segmented_reduce: out: must not be null");
+  if (in == nullptr) return invalid_argument("segmented_reduce: in: must not be null");
+  const int eb = reduction::size_of(type);
+  // The total length is not known on the host (offsets live on the device): plan for segments of a
+  // few thousand elements, the common case of the benchmarks.
+  constexpr std::int64_t assumed_segment_len = 4096;
+  archdb::plan p = reduction::plan_segmented(s.device(), segments, segments * assumed_segment_len, eb);
+  if (p.index < 0) return unsupported("segmented_reduce: no compiled policy fits " + s.device().name + ": " + p.why);
+  PK_TRY(force_policy("segmented_reduce", p, opt.policy));
+  reduction::reduce_call c;
+  c.s = &s;
+  c.kind = reduction::call_kind::segments;
+  c.op = static_cast<reduction::op_code>(op);
+  c.policy = p.index;
+  c.grid = reduction::segment_grid(s.device(), p, segments);
+  c.in = in;
+  c.n = segments;
+  c.out = out;
+  c.map.offsets = offsets;
+  c.type_name = reduction::to_string(type);
+  return dispatch(c, type, "segmented_reduce");
+}
+
+status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axis, const tensor_view& out,
+                   const reduce_options& opt) {
+  constexpr const char* fn = "reduce_axis";
+  PK_TRY(common_stream_checks(fn, s));
+  PK_TRY(check_op_type(fn, op, in.type));
+  if (opt.reproducible) return unsupported("reduce_axis: options.reproducible: only the device-wide sum has it");
+  PK_TRY(check_policy(fn, opt.policy, reduction::segment_candidates.size()));
+  if (in.rank < 1 || in.rank > tensor_view::max_rank)
+    return invalid_argument("reduce_axis: in.rank = " + std::to_string(in.rank) + ": must be in [1, 4]");
+  if (axis < 0 || axis >= in.rank)
+    return invalid_argument("reduce_axis: axis = " + std::to_string(axis) + ": must be in [0, in.rank = " +
+                            std::to_string(in.rank) + ")");
+  std::int64_t in_elems = 1;
+  for (int d = 0; d < in.rank; ++d) {
+    if (in.shape[d] < 0)
+      return invalid_argument("reduce_axis: in.shape[" + std::to_string(d) + "] = " + std::to_string(in.shape[d]) +
+                              ": must be >= 0");
+    if (in.stride[d] < 0)
+      return invalid_argument("reduce_axis: in.stride[" + std::to_string(d) + "] = " + std::to_string(in.stride[d]) +
+                              ": must be >= 0");
+    in_elems *= in.shape[d];
+  }
+  const int out_rank = in.rank - 1;
+  if (out.rank != out_rank)
+    return invalid_argument("reduce_axis: out.rank = " + std::to_string(out.rank) + ": must be in.rank - 1 = " +
+                            std::to_string(out_rank));
+  const dtype want = is_arg(op) ? dtype::i64 : in.type;
+  if (out.type != want)
+    return invalid_argument(std::string("reduce_axis: out.type = ") + reduction::to_string(out.type) + ": must be " +
+                            reduction::to_string(want) + (is_arg(op) ? " (argmin/argmax write indices)" : " (in.type)"));
+  reduction::seg_map map;
+  std::int64_t outputs = 1;
+  for (int d = 0, o = 0; d < in.rank; ++d) {
+    if (d == axis) continue;
+    if (out.shape[o] != in.shape[d])
+      return invalid_argument("reduce_axis: out.shape[" + std::to_string(o) + "] = " + std::to_string(out.shape[o]) +
+                              ": must equal in.shape[" + std::to_string(d) + "] = " + std::to_string(in.shape[d]));
+    if (out.stride[o] < 0)
+      return invalid_argument("reduce_axis: out.stride[" + std::to_string(o) + "] = " + std::to_string(out.stride[o]) +
+                              ": must be >= 0");
+    map.outer_shape[o] = in.shape[d];
+    map.in_stride[o] = in.stride[d];
+    map.out_stride[o] = out.stride[o];
+    outputs *= in.shape[d];
+    ++o;
+  }
+  map.outer_rank = out_rank;
+  map.len = in.shape[axis];
+  map.axis_stride = in.stride[axis];
+  if (outputs == 0) return {};
+  if (out.data == nullptr) return invalid_argument("reduce_axis: out.data: must not be null");
+  if (in.data == nullptr && in_elems > 0) return invalid_argument("reduce_axis: in.data: must not be null");
+  const int eb = reduction::size_of(in.type);
+  reduction::reduce_call c;
+  c.s = &s;
+  c.op = static_cast<reduction::op_code>(op);
+  c.in = in.data;
+  c.n = outputs;
+  c.out = const_cast<void*>(out.data);
+  c.map = map;
+  c.type_name = reduction::to_string(in.type);
+  if (map.axis_stride == 1 || map.len <= 1) {
+    map.axis_stride = 1;
+    c.map.axis_stride = 1;
+    archdb::plan p = reduction::plan_segmented(s.device(), outputs, outputs * map.len, eb);
+    if (p.index < 0) return unsupported("reduce_axis: no compiled policy fits " + s.device().name + ": " + p.why);
+    PK_TRY(force_policy(fn, p, opt.policy));
+    c.kind = reduction::call_kind::segments;
+    c.policy = p.index;
+    c.grid = reduction::segment_grid(s.device(), p, outputs);
+  } else {
+    constexpr std::int64_t threads = 256;  // impl::strided_block_threads
+    c.kind = reduction::call_kind::strided;
+    c.grid = static_cast<unsigned>(std::clamp<std::int64_t>((outputs + threads - 1) / threads, 1,
+                                                            std::int64_t{s.device().sm_count} * 64));
+  }
+  return dispatch(c, in.type, fn);
 }
 
 }  // namespace pk

@@ -22,6 +22,7 @@
 
 #include "pk/archdb/device.hpp"
 #include "pk/archdb/occupancy.hpp"
+#include "pk/archdb/tuning_cache.hpp"
 
 namespace pk::archdb {
 
@@ -62,8 +63,11 @@ struct plan {
     bool fits = false;
     std::string reason;  //!< fit failure, or occupancy and the cost function's explanation
     double predicted_us = 0;
+    kernel_resources res;      //!< the candidate's resources as given to choose()
+    occupancy_result occ;      //!< its occupancy on the device (blocks_per_sm 0 when it does not fit)
   };
   std::vector<considered> all;  //!< one entry per candidate, in input order
+  bool from_tuning_cache = false;  //!< the choice is a measured winner (adopt_cached_winner), not the model's
 };
 
 //! Cost function signature.
@@ -73,6 +77,29 @@ using cost_function = std::function<cost_estimate(const candidate&, const occupa
 //! family's default-first order decides). `why` names the device, the chosen candidate, its occupancy and
 //! limiter, the cost explanation, and every rejected or slower candidate with its reason.
 plan choose(const device_desc& d, std::span<const candidate> candidates, const cost_function& cost);
+
+//! Identity of a candidate list for tuning-cache keys: "<count>x<FNV-1a 64 of the names, hex>". A build
+//! with other candidates (added, removed, renamed or reordered) gets another identity, so its cached
+//! winners are not reused.
+std::string candidate_set_id(std::span<const std::string> names);
+
+//! Problem bucket of a size-driven family: "log2n<floor(log2 n)>_e<elem_bytes>" (n = 0 is bucket 0).
+std::string size_bucket(std::int64_t n, int elem_bytes);
+
+//! The tuning-cache key of plan `p` (made by choose() for `family` on `d`): {device_identity(d), family,
+//! candidate_set_id(names of p.all), bucket}.
+tuning_key tuning_key_of(const device_desc& d, const std::string& family, const plan& p, const std::string& bucket);
+
+//! Makes the cached winner `e` the choice of `p` (a plan choose() made on `d`) when it names a candidate
+//! of p.all that fits `d`: index, name, occupancy and predicted time (the measured one) follow it,
+//! from_tuning_cache is set and `why` starts with "from tuning cache: ...". Returns false and leaves `p`
+//! unchanged when the winner is unknown or does not fit (a stale entry never selects a bad plan).
+bool adopt_cached_winner(const device_desc& d, const tuning_entry& e, plan& p);
+
+//! The family entry points' hook: unless $PK_TUNING is "off", looks up tuning_key_of(d, family, p,
+//! bucket) in tuning_cache::instance() and adopts a hit (adopt_cached_winner). Never measures. Returns
+//! true when the plan now comes from the cache.
+bool apply_tuning_cache(const device_desc& d, const std::string& family, const std::string& bucket, plan& p);
 
 //! Roofline time in microseconds: max(bytes / bandwidth, flops / peak). A non-positive `peak_tflops`
 //! or unknown bandwidth drops that term.

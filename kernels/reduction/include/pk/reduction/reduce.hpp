@@ -1,29 +1,157 @@
-// Device-wide reductions: public API.
+// Reductions: public API (device-wide, along an axis of a strided tensor, segmented, mean/variance).
 //
 //   pk::stream s;  pk::default_stream(s);
 //   pk::device_buffer<float> x, total;  x.allocate(s, n);  total.allocate(s, 1);  ... upload ...
 //   if (auto st = pk::reduce_sum(s, x.data(), n, total.data()); !st) std::cerr << st.to_string();
+//   pk::reduce(s, pk::reduce_op::argmax, pk::reduction::dtype::bf16, xb, n, index_out);  // type-erased form
 //
-// One launch; scratch memory comes from the stream's workspace (pk::set_workspace_allocator). The
-// result is run-to-run deterministic for a given plan. n == 0 writes the identity (0).
+// Row operations (softmax, log_softmax, layer_norm, rms_norm, row mean/variance) are in norm.hpp; a
+// user-supplied associative operator is the header-only reduce_custom.hpp.
+//
+// Semantics, for every backend (the host emulator included):
+//  - Work is enqueued on the stream; scratch memory comes from the stream's workspace
+//    (pk::detail::stream_workspace, or the pk::set_workspace_allocator hook): no size query.
+//  - Device-wide reductions are one launch (single pass: the last block to finish combines the
+//    per-block partials). 64-bit indexing: n may exceed 2^31.
+//  - Accumulation: fp16/bf16/fp32 in fp32, fp64 in fp64, integers in int64. Integer sums and products
+//    wrap modulo 2^64 and are then narrowed modularly to T (exact, order-independent).
+//  - Identities (n == 0, empty segments): sum 0, prod 1, min +inf (integers: max()), max -inf
+//    (integers: lowest()), argmin/argmax index -1. A float sum of only -0 values gives +0.
+//  - NaN: sum/prod propagate as IEEE does; min/max return NaN when any element is NaN; argmin/argmax
+//    treat NaN as the most extreme value (the first NaN's index), like NumPy and PyTorch.
+//  - argmin/argmax: the FIRST index among equal extreme values. The index is relative to the start of
+//    the input (device-wide), the segment (segmented) or the reduced axis (reduce_axis), as int64.
+//  - Deterministic: the same bits run to run for the same plan (the combination order depends only on
+//    the policy, the grid and the arch's warp size). `reduce_options::reproducible` (fp32/fp64 sum)
+//    gives the same bits on every device, every plan and the emulator (reduce_policy.hpp: the fixed
+//    chunked order).
 #pragma once
 #include <pk/archdb/planner.hpp>
 #include <pk/runtime.hpp>
 #include <pk/status.hpp>
+#include <pk/portable/numeric.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace pk {
 
-//! Sum of `n` floats at `in` (device memory of `s`) into `*out` (device memory), accumulated in fp32.
-status reduce_sum(const stream& s, const float* in, std::int64_t n, float* out);
+namespace reduction {
+//! Element types of the reduction family.
+enum class dtype : std::uint8_t { f64, f32, f16, bf16, i32, i64, i8, u8 };
+const char* to_string(dtype t) noexcept;
+int size_of(dtype t) noexcept;
+
+template <class T>
+inline constexpr dtype dtype_of = [] {
+  if constexpr (std::is_same_v<T, double>) return dtype::f64;
+  else if constexpr (std::is_same_v<T, float>) return dtype::f32;
+  else if constexpr (std::is_same_v<T, fp16>) return dtype::f16;
+  else if constexpr (std::is_same_v<T, bf16>) return dtype::bf16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return dtype::i8;
+  else {
+    static_assert(std::is_same_v<T, std::uint8_t>, "pk reductions: unsupported element type");
+    return dtype::u8;
+  }
+}();
+}  // namespace reduction
+
+//! The built-in reductions. sum and prod: f64 f32 f16 bf16 i32 i64; min max argmin argmax: also i8 u8.
+enum class reduce_op : std::uint8_t { sum, prod, min, max, argmin, argmax };
+const char* to_string(reduce_op op) noexcept;
+
+struct reduce_options {
+  //! fp32/fp64 sum only: the same bits on every device, plan and backend (fixed-order chunked sum).
+  bool reproducible = false;
+  //! -1: the planner chooses. Otherwise the index of a compiled candidate (tests, `pk tune`).
+  int policy = -1;
+};
+
+//! Device-wide reduction of n elements of `type` at `in` into out[0]: a value of `type` for
+//! sum/prod/min/max, an std::int64_t index for argmin/argmax.
+status reduce(const stream& s, reduce_op op, reduction::dtype type, const void* in, std::int64_t n, void* out,
+              const reduce_options& opt = {});
+
+template <class T>
+status reduce_sum(const stream& s, std::type_identity_t<const T>* in, std::int64_t n, T* out,
+                  const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::sum, reduction::dtype_of<T>, in, n, out, opt);
+}
+//! The fp32 sum without template deduction (the original entry point: accepts nullptr arguments, which
+//! are then reported as invalid).
+inline status reduce_sum(const stream& s, const float* in, std::int64_t n, float* out, const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::sum, reduction::dtype::f32, in, n, out, opt);
+}
+template <class T>
+status reduce_prod(const stream& s, std::type_identity_t<const T>* in, std::int64_t n, T* out,
+                   const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::prod, reduction::dtype_of<T>, in, n, out, opt);
+}
+template <class T>
+status reduce_min(const stream& s, std::type_identity_t<const T>* in, std::int64_t n, T* out,
+                  const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::min, reduction::dtype_of<T>, in, n, out, opt);
+}
+template <class T>
+status reduce_max(const stream& s, std::type_identity_t<const T>* in, std::int64_t n, T* out,
+                  const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::max, reduction::dtype_of<T>, in, n, out, opt);
+}
+template <class T>
+status reduce_argmin(const stream& s, const T* in, std::int64_t n, std::int64_t* out, const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::argmin, reduction::dtype_of<T>, in, n, out, opt);
+}
+template <class T>
+status reduce_argmax(const stream& s, const T* in, std::int64_t n, std::int64_t* out, const reduce_options& opt = {}) {
+  return reduce(s, reduce_op::argmax, reduction::dtype_of<T>, in, n, out, opt);
+}
+
+//! A strided tensor of rank 1..4: shape and strides in elements (strides may be any non-negative
+//! value; zero-size dimensions are allowed).
+struct tensor_view {
+  static constexpr int max_rank = 4;
+  const void* data = nullptr;
+  reduction::dtype type = reduction::dtype::f32;
+  int rank = 0;
+  std::int64_t shape[max_rank] = {};
+  std::int64_t stride[max_rank] = {};
+};
+
+//! Reduces `in` along `axis` into out.data (written, although the view holds a const pointer): `out`
+//! has in's shape without that axis (its own strides; rank 0 when in has rank 1) and in's type (std::int64_t for argmin/argmax). Each output
+//! element is reduced in a fixed order. When in.stride[axis] == 1 a group of threads shares each
+//! output (rows: the last axis of a row-major tensor); otherwise one thread owns one output.
+status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axis, const tensor_view& out,
+                   const reduce_options& opt = {});
+
+//! Segmented reduction: out[i] = reduce(in[offsets[i] .. offsets[i+1])) for i < segments. `offsets`
+//! (segments + 1 non-decreasing int64, device memory) — an empty segment gives the identity.
+status segmented_reduce(const stream& s, reduce_op op, reduction::dtype type, const void* in, std::int64_t segments,
+                        const std::int64_t* offsets, void* out, const reduce_options& opt = {});
+
+//! Mean and variance of n elements (Welford per thread, Chan's merge across threads and blocks:
+//! stable for data with a large offset). `mean` and `var` point to one accumulator-type value each
+//! (fp32 for f16/bf16/f32, fp64 for f64); var = M2 / (n - correction); NaN when n <= correction.
+status reduce_mean_var(const stream& s, reduction::dtype type, const void* in, std::int64_t n, void* mean, void* var,
+                       int correction = 0);
 
 namespace reduction {
-//! The plan pk::reduce_sum would use for n elements of `elem_bytes` bytes on `device`: the policy
+//! The plan pk::reduce would use for n elements of `elem_bytes` bytes on `device`: the policy
 //! chosen among the compiled candidates, with the reasons (`pk plan reduce` prints it).
 archdb::plan plan_reduce(const archdb::device_desc& device, std::int64_t n, int elem_bytes);
 //! Blocks the single-pass kernel launches for a plan.
 unsigned reduce_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t n, int elem_bytes);
+//! The plan of the reproducible fp32/fp64 sum (the plan changes speed, never the bits).
+archdb::plan plan_reduce_reproducible(const archdb::device_desc& device, std::int64_t n, int elem_bytes);
+//! The plan of a segmented reduction or a reduction along a unit-stride axis: `segments` outputs of
+//! `total` elements in all.
+archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segments, std::int64_t total,
+                            int elem_bytes);
+//! Blocks the per-segment kernels launch for a plan of plan_segmented or plan_rows: enough for every
+//! segment, at most 16 waves of resident blocks (the kernels loop over the rest).
+unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments);
 }  // namespace reduction
 
 }  // namespace pk

@@ -1,4 +1,4 @@
-// Device-wide reduction: policy (tuning as data) and the per-arch-family candidate lists.
+// Reductions: policies (tuning as data) and the candidate lists, shared by every target.
 // Plain constexpr C++: used by the host planner at run time and by the kernels at compile time.
 #pragma once
 #include <pk/archdb/arch.hpp>
@@ -37,15 +37,61 @@ constexpr int scaled_vector(const reduce_policy& p, std::size_t bytes) {
 }
 
 // The compiled candidate list, shared by every target (default first). It is short on purpose: each
-// entry is compiled for every target. Initial values, not yet tuned on hardware: 16-byte vector loads
-// (the widest global access on both vendors) and 64 bytes in flight per thread per tile; the block
-// sizes bracket the usual 256 so that the planner and `pk tune` have a real choice. A policy must be
-// a whole number of warps on every arch (a multiple of 64 threads).
+// entry is compiled for every target, op and dtype. Initial values, not yet tuned on hardware: 16-byte
+// vector loads (the widest global access on both vendors) and 64 bytes in flight per thread per tile;
+// the block sizes bracket the usual 256 so that the planner and `pk tune` have a real choice. A policy
+// must be a whole number of warps on every arch (a multiple of 64 threads).
 inline constexpr std::array<reduce_policy, 4> reduce_candidates{{
     {256, 16, 4},
     {512, 8, 4},
     {128, 32, 4},
     {1024, 4, 4},
 }};
+
+//! One compiled variant of the per-segment kernels (segmented reduce, reduce along a unit-stride axis,
+//! and the row operations of norm.hpp): blocks of `block_threads`, each segment (row) owned by a group
+//! of `group_threads` threads (32: a logical warp, several rows per block; == block_threads: one row
+//! per block), each thread keeping `unroll` 16-byte vectors in flight.
+struct segment_policy {
+  int block_threads;
+  int group_threads;
+  int unroll;
+  friend constexpr bool operator==(const segment_policy&, const segment_policy&) = default;
+};
+inline std::string name_of(const segment_policy& p) {
+  return "seg_b" + std::to_string(p.block_threads) + "_g" + std::to_string(p.group_threads) + "_u" +
+         std::to_string(p.unroll);
+}
+// Short rows (up to a few hundred elements) want a warp each, long rows a block each; 1024-thread
+// blocks keep 64 KB in flight per row for very wide rows (262k columns) with few rows. Initial values,
+// not yet tuned on hardware (the bench/reduction sweep reports each).
+inline constexpr std::array<segment_policy, 3> segment_candidates{{
+    {256, 256, 4},
+    {256, 32, 4},
+    {1024, 1024, 4},
+}};
+
+//! The reproducible fp32/fp64 sum. The ORDER of the summation is fixed by these constants alone and is
+//! the same for every candidate (candidates only change how many chunks a block handles at once):
+//!  - a chunk is 32 leaves of `leaf_vectors` 16-byte vectors; leaf j of a chunk holds vectors
+//!    (k * 32 + j), k = 0..leaf_vectors-1, summed left to right from -0 (elements past n are -0);
+//!  - a chunk sum is the binary tree over its 32 leaves (adjacent pairs first);
+//!  - a group sum is the binary tree over 256 consecutive chunk sums (missing chunks are -0);
+//!  - the result is the binary tree over 256 level-1 values, each the binary tree over 256
+//!    consecutive group sums (so n <= 2^16 groups: 2^35 fp32 elements).
+//! -0 is the exact identity of IEEE addition, so padding never changes a bit; only additions occur,
+//! so FMA contraction cannot either (the TU is still compiled with contraction off).
+struct reproducible_layout {
+  static constexpr int leaf_vectors = 16;
+  static constexpr int chunk_leaves = 32;
+  static constexpr int group_chunks = 256;
+  static constexpr int top_fanout = 256;
+  static constexpr std::int64_t max_groups = std::int64_t{top_fanout} * top_fanout;
+  //! Elements per chunk for `bytes`-byte elements (fp32: 2048, fp64: 1024).
+  static constexpr std::int64_t chunk_elems(int bytes) { return std::int64_t{chunk_leaves} * leaf_vectors * (16 / bytes); }
+};
+//! Candidates: block size only (32-thread teams per block).
+inline constexpr std::array<int, 3> reproducible_candidates{{256, 512, 128}};
+inline std::string reproducible_name(int block_threads) { return "repro_sum_b" + std::to_string(block_threads); }
 
 }  // namespace pk::reduction

@@ -4,9 +4,13 @@
 // the last block to finish (a ticket counter in the workspace) reduces the partials in block order
 // and writes the result, then resets the counter for the next call. Run-to-run deterministic for a
 // plan: every combination order depends only on the policy, the grid and the arch's warp size.
+//
+// The reduction is given as load(x, index) -> Acc, op(Acc, Acc), the identity and finalize(Acc) -> Out
+// (detail/reduce_ops.hpp); the index is the element's position in the input (argmin/argmax).
 #pragma once
 #include <pk/portable/block.hpp>
 #include <pk/portable/memory.hpp>
+#include <pk/portable/numeric.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <cstdint>
@@ -20,6 +24,20 @@ struct reduce_workspace {
   Acc* partials;
   unsigned* ticket;
 };
+
+//! Reads a value another block wrote (after the ticket's fences) without a stale cached copy: through
+//! volatile 4-byte words, so that any trivially copyable accumulator (structs included) works.
+template <class A>
+PK_DEVICE A load_volatile(const A* p) {
+  static_assert(sizeof(A) % 4 == 0, "accumulators are whole 4-byte words");
+  struct words {
+    std::uint32_t w[sizeof(A) / 4];
+  } r;
+  const volatile std::uint32_t* src = reinterpret_cast<const volatile std::uint32_t*>(p);
+#pragma unroll
+  for (std::size_t i = 0; i < sizeof(A) / 4; ++i) r.w[i] = src[i];
+  return pk::detail::bit_cast<A>(r);  // not a store through a uint32_t* into an A (strict aliasing)
+}
 
 template <int BlockThreads, int Items, int Vec, class T, class Acc, class Op, class Load>
 PK_DEVICE Acc reduce_tiles(const T* in, std::int64_t n, Op op, Acc identity, Load load) {
@@ -35,19 +53,19 @@ PK_DEVICE Acc reduce_tiles(const T* in, std::int64_t n, Op op, Acc identity, Loa
       for (int j = 0; j < Items / Vec; ++j) {
         const vec<T, Vec> v = load_vec<Vec>(in + base + (std::int64_t{j} * BlockThreads + t) * Vec);
 #pragma unroll
-        for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k]));
+        for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k], base + (std::int64_t{j} * BlockThreads + t) * Vec + k));
       }
     } else {
-      for (std::int64_t i = base + t; i < n && i < base + tile; i += BlockThreads) acc = op(acc, load(in[i]));
+      for (std::int64_t i = base + t; i < n && i < base + tile; i += BlockThreads) acc = op(acc, load(in[i], i));
     }
   }
   return acc;
 }
 
-template <int BlockThreads, int Items, int Vec, class T, class Acc, class Op, class Load>
-PK_KERNEL PK_LAUNCH_BOUNDS(BlockThreads) void reduce_single_pass_kernel(const T* in, std::int64_t n, Acc* out,
+template <int BlockThreads, int Items, int Vec, class T, class Acc, class Out, class Op, class Load, class Fin>
+PK_KERNEL PK_LAUNCH_BOUNDS(BlockThreads) void reduce_single_pass_kernel(const T* in, std::int64_t n, Out* out,
                                                                          reduce_workspace<Acc> ws, Op op,
-                                                                         Acc identity, Load load) {
+                                                                         Acc identity, Load load, Fin fin) {
   using reducer = block_reduce<Acc, BlockThreads>;
   PK_SHARED(typename reducer::temp_storage, storage);
   PK_SHARED(unsigned, is_last);
@@ -55,7 +73,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(BlockThreads) void reduce_single_pass_kernel(const T*
   acc = reducer(storage).reduce(acc, op);
   const unsigned grid = grid_dim().x;
   if (grid == 1) {
-    if (thread_rank() == 0) *out = acc;
+    if (thread_rank() == 0) *out = fin(acc);
     return;
   }
   if (thread_rank() == 0) {
@@ -69,13 +87,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS(BlockThreads) void reduce_single_pass_kernel(const T*
   if (is_last == 0u) return;
   // Last block: reduce the partials in block order (thread i takes i, i+B, ...; then the ordered
   // block tree). Loads go through volatile so that no stale cached copy is read.
-  const volatile Acc* partials = ws.partials;
   Acc p = identity;
-  for (unsigned i = static_cast<unsigned>(thread_rank()); i < grid; i += BlockThreads) p = op(p, Acc(partials[i]));
+  for (unsigned i = static_cast<unsigned>(thread_rank()); i < grid; i += BlockThreads) p = op(p, load_volatile(ws.partials + i));
   block::sync();  // `storage` is reused
   p = reducer(storage).reduce(p, op);
   if (thread_rank() == 0) {
-    *out = p;
+    *out = fin(p);
     *ws.ticket = 0u;  // ready for the next call on this workspace
   }
 }

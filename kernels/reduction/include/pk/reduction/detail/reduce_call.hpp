@@ -1,4 +1,4 @@
-// The type-erased arguments the dispatcher (compiled once) passes to the per-target launch code.
+// The type-erased arguments the dispatchers (compiled once) pass to the per-target launch code.
 #pragma once
 #include <pk/runtime.hpp>
 
@@ -6,24 +6,89 @@
 
 namespace pk::reduction {
 
+//! Where segment i of a per-segment reduction lies: offsets[i] .. offsets[i+1] (offsets != null), or
+//! the outer index i decomposed over outer_shape (row-major) with `len` elements `axis_stride` apart.
+struct seg_map {
+  const std::int64_t* offsets = nullptr;
+  int outer_rank = 0;
+  std::int64_t outer_shape[3] = {1, 1, 1};
+  std::int64_t in_stride[3] = {0, 0, 0};
+  std::int64_t out_stride[3] = {0, 0, 0};
+  std::int64_t len = 0;
+  std::int64_t axis_stride = 1;
+};
+
+enum class call_kind : std::uint8_t {
+  device,     //!< single-pass device-wide reduction
+  segments,   //!< a group of threads per segment (segment_candidates[policy])
+  strided,    //!< a thread per output
+  mean_var,   //!< device-wide Welford
+};
+//! reduce_op as a plain integer for the per-target code (same enumerators as pk::reduce_op).
+enum class op_code : std::uint8_t { sum, prod, min, max, argmin, argmax };
+
 struct reduce_call {
   const stream* s = nullptr;
-  int policy = 0;       //!< index into reduce_candidates
+  call_kind kind = call_kind::device;
+  op_code op = op_code::sum;
+  int policy = 0;       //!< index into the candidate list of the kind
   unsigned grid = 1;    //!< blocks
+  const void* in = nullptr;
+  std::int64_t n = 0;   //!< elements (device-wide) or segments
+  void* out = nullptr;
+  void* out2 = nullptr;         //!< mean_var: the variance
+  void* partials = nullptr;     //!< grid accumulators (workspace)
+  unsigned* ticket = nullptr;   //!< zero between calls (workspace)
+  seg_map map;
+  std::int64_t correction = 0;  //!< mean_var
+  const char* type_name = "";   //!< "f32": part of the instance name
+};
+
+//! The reproducible sum: workspace layout (all zero-initialised counters stay zero between calls).
+struct repro_call {
+  const stream* s = nullptr;
+  int policy = 0;
+  unsigned grid = 1;
   const void* in = nullptr;
   std::int64_t n = 0;
   void* out = nullptr;
-  void* partials = nullptr;     //!< grid accumulators (workspace)
-  unsigned* ticket = nullptr;   //!< zero between calls (workspace)
-  const char* type_name = "";   //!< "f32": part of the instance name
+  unsigned* group_tickets = nullptr;  //!< one per group
+  unsigned* top_ticket = nullptr;
+  void* chunk_sums = nullptr;         //!< one per chunk
+  void* group_sums = nullptr;         //!< one per group
+  const char* type_name = "";
+};
+
+enum class row_kind : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm, mean_var };
+
+//! Row operations over the last axis of [rows, cols] with row strides (norm.hpp).
+struct rows_call {
+  const stream* s = nullptr;
+  row_kind kind = row_kind::softmax;
+  int policy = 0;  //!< index into segment_candidates
+  unsigned grid = 1;
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* stat0 = nullptr;  //!< layer_norm: fp32 mean; mean_var: mean (accumulator type)
+  void* stat1 = nullptr;  //!< layer_norm/rms_norm: fp32 rstd; mean_var: variance (accumulator type)
+  std::int64_t rows = 0, cols = 0, x_stride = 0, y_stride = 0;
+  double eps = 0;
+  std::int64_t correction = 0;
+  const char* type_name = "";
 };
 
 }  // namespace pk::reduction
 
+#if defined(PK_DETAIL_TARGET_NS)
 namespace pk {
 inline namespace PK_DETAIL_TARGET_NS {
 namespace impl {
 using reduction::reduce_call;
-}
+using reduction::repro_call;
+using reduction::rows_call;
+}  // namespace impl
 }  // namespace PK_DETAIL_TARGET_NS
 }  // namespace pk
+#endif

@@ -1,43 +1,199 @@
-// Device-wide reduction, launch code compiled once per target: picks the compiled instance of the
-// planned policy and launches it.
+// Reductions, launch code compiled once per target: maps a type-erased call onto the compiled instance
+// of its planned policy. Each instance file (src/reduce_<dtype>.cpp, src/rows_<dtype>.cpp) includes
+// this header and instantiates run_reduce<T> / run_rows<T> for one element type.
 #pragma once
 #include <pk/portable/launch.hpp>
 #include <pk/reduction/detail/reduce_agent.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
+#include <pk/reduction/detail/reduce_ops.hpp>
+#include <pk/reduction/detail/repro_agent.hpp>
+#include <pk/reduction/detail/rows_agent.hpp>
+#include <pk/reduction/detail/segment_agent.hpp>
+#include <pk/reduction/reduce_policy.hpp>
 
 #include <string>
+#include <type_traits>
 #include <utility>
 
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
-template <std::size_t I, class T, class Acc, class Op, class Load>
-status reduce_launch_policy(const reduce_call& c, Op op, Acc identity, Load load) {
+inline std::string instance_name(std::string policy, const char* what, const char* type) {
+  return policy + "_" + what + "_" + type;
+}
+
+template <std::size_t I, class T, class Acc, class Out, class Op, class Load, class Fin>
+status launch_device_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
   constexpr reduction::reduce_policy p = reduction::reduce_candidates[I];
   constexpr int items = reduction::scaled_items(p, sizeof(T));
   constexpr int vec = reduction::scaled_vector(p, sizeof(T));
-  static const std::string name = reduction::name_of(p) + "_" + c.type_name;
+  const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
   launch_shape shape;
   shape.grid_x = c.grid;
   shape.block_x = static_cast<unsigned>(p.block_threads);
   shape.name = name.c_str();
-  return launch(*c.s, &reduce_single_pass_kernel<p.block_threads, items, vec, T, Acc, Op, Load>, shape,
-                static_cast<const T*>(c.in), c.n, static_cast<Acc*>(c.out),
-                reduce_workspace<Acc>{static_cast<Acc*>(c.partials), c.ticket}, op, identity, load);
+  return launch(*c.s, &reduce_single_pass_kernel<p.block_threads, items, vec, T, Acc, Out, Op, Load, Fin>, shape,
+                static_cast<const T*>(c.in), c.n, static_cast<Out*>(c.out),
+                reduce_workspace<Acc>{static_cast<Acc*>(c.partials), c.ticket}, op, identity, load, fin);
 }
 
-template <class T, class Acc, class Op, class Load, std::size_t... I>
-status reduce_launch_indexed(const reduce_call& c, Op op, Acc identity, Load load, std::index_sequence<I...>) {
+template <std::size_t I, class T, class Acc, class Out, class Op, class Load, class Fin>
+status launch_segment_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
+  constexpr reduction::segment_policy p = reduction::segment_candidates[I];
+  const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
+  launch_shape shape;
+  shape.grid_x = c.grid;
+  shape.block_x = static_cast<unsigned>(p.block_threads);
+  shape.name = name.c_str();
+  return launch(*c.s, &segment_reduce_kernel<p.block_threads, p.group_threads, p.unroll, T, Acc, Out, Op, Load, Fin>,
+                shape, static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map, c.n, op, identity, load, fin);
+}
+
+//! Threads per block of the one-thread-per-output kernel (a whole number of warps everywhere).
+inline constexpr int strided_block_threads = 256;
+
+template <class T, class Acc, class Out, class Op, class Load, class Fin, std::size_t... D, std::size_t... S>
+status launch_kinds(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin,
+                    std::index_sequence<D...>, std::index_sequence<S...>) {
   status s = unsupported("reduction: policy index " + std::to_string(c.policy) + " is not compiled");
-  ((c.policy == static_cast<int>(I) ? (void)(s = reduce_launch_policy<I, T>(c, op, identity, load)) : (void)0), ...);
+  switch (c.kind) {
+    case reduction::call_kind::device:
+    case reduction::call_kind::mean_var:
+      ((c.policy == static_cast<int>(D)
+            ? (void)(s = launch_device_policy<D, T, Acc, Out>(c, what, op, identity, load, fin))
+            : (void)0),
+       ...);
+      return s;
+    case reduction::call_kind::segments:
+      ((c.policy == static_cast<int>(S)
+            ? (void)(s = launch_segment_policy<S, T, Acc, Out>(c, what, op, identity, load, fin))
+            : (void)0),
+       ...);
+      return s;
+    case reduction::call_kind::strided: {
+      const std::string name = instance_name("strided_b" + std::to_string(strided_block_threads), what, c.type_name);
+      launch_shape shape;
+      shape.grid_x = c.grid;
+      shape.block_x = strided_block_threads;
+      shape.name = name.c_str();
+      return launch(*c.s, &strided_reduce_kernel<strided_block_threads, T, Acc, Out, Op, Load, Fin>, shape,
+                    static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map, c.n, op, identity, load, fin);
+    }
+  }
   return s;
 }
 
-//! Launches the single-pass reduction with the compiled instance c.policy.
-template <class T, class Acc, class Op, class Load>
-status reduce_launch(const reduce_call& c, Op op, Acc identity, Load load) {
-  return reduce_launch_indexed<T>(c, op, identity, load,
-                                  std::make_index_sequence<reduction::reduce_candidates.size()>{});
+template <class T, class Acc, class Out, class Op, class Load, class Fin>
+status launch_reduction(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
+  return launch_kinds<T, Acc, Out>(c, what, op, identity, load, fin,
+                                   std::make_index_sequence<reduction::reduce_candidates.size()>{},
+                                   std::make_index_sequence<reduction::segment_candidates.size()>{});
+}
+
+//! Writes the mean through the kernel's output pointer and the variance through `var`.
+template <class A>
+struct to_mean_and_var {
+  std::int64_t correction;
+  A* var;
+  PK_DEVICE A operator()(const reduction::ops::welford<A>& w) const {
+    const reduction::ops::mean_var<A> r = reduction::ops::to_mean_var<A>{correction}(w);
+    *var = r.var;
+    return r.mean;
+  }
+};
+
+//! Every built-in reduction of element type T (sum/prod only for types that have them).
+template <class T>
+status run_reduce(const reduce_call& c) {
+  namespace ops = reduction::ops;
+  using A = ops::accum_t<T>;
+  using id = ops::identities<T>;
+  constexpr bool arithmetic = !std::is_same_v<T, std::int8_t> && !std::is_same_v<T, std::uint8_t>;
+  if (c.kind == reduction::call_kind::mean_var) {
+    if constexpr (numeric_traits<T>::is_floating) {
+      return launch_reduction<T, ops::welford<A>, A>(c, "mean_var", ops::welford_op{}, ops::welford<A>{0, A(0), A(0)},
+                                                     ops::welford_load<A>{},
+                                                     to_mean_and_var<A>{c.correction, static_cast<A*>(c.out2)});
+    } else {
+      return unsupported("reduce_mean_var: integer input is not supported");
+    }
+  }
+  switch (c.op) {
+    case reduction::op_code::sum:
+      if constexpr (arithmetic) return launch_reduction<T, A, T>(c, "sum", ops::sum_op{}, id::sum(), ops::value_load<A>{}, ops::to_value<T>{});
+      break;
+    case reduction::op_code::prod:
+      if constexpr (arithmetic) return launch_reduction<T, A, T>(c, "prod", ops::prod_op{}, id::prod(), ops::value_load<A>{}, ops::to_value<T>{});
+      break;
+    case reduction::op_code::min:
+      return launch_reduction<T, A, T>(c, "min", ops::min_op{}, id::min(), ops::value_load<A>{}, ops::to_value<T>{});
+    case reduction::op_code::max:
+      return launch_reduction<T, A, T>(c, "max", ops::max_op{}, id::max(), ops::value_load<A>{}, ops::to_value<T>{});
+    case reduction::op_code::argmin:
+      return launch_reduction<T, ops::indexed<A>, std::int64_t>(c, "argmin", ops::arg_op<false>{},
+                                                                ops::indexed<A>{id::min(), ops::no_index},
+                                                                ops::indexed_load<A>{}, ops::to_index{});
+    case reduction::op_code::argmax:
+      return launch_reduction<T, ops::indexed<A>, std::int64_t>(c, "argmax", ops::arg_op<true>{},
+                                                                ops::indexed<A>{id::max(), ops::no_index},
+                                                                ops::indexed_load<A>{}, ops::to_index{});
+  }
+  return unsupported(std::string("reduce: this operation is not defined for ") + c.type_name);
+}
+
+template <std::size_t I, class T>
+status launch_repro_policy(const repro_call& c) {
+  constexpr int b = reduction::reproducible_candidates[I];
+  const std::string name = reduction::reproducible_name(b) + "_" + c.type_name;
+  launch_shape shape;
+  shape.grid_x = c.grid;
+  shape.block_x = static_cast<unsigned>(b);
+  shape.name = name.c_str();
+  return launch(*c.s, &repro_sum_kernel<b, T>, shape, static_cast<const T*>(c.in), c.n, static_cast<T*>(c.out),
+                c.group_tickets, c.top_ticket, static_cast<T*>(c.chunk_sums), static_cast<T*>(c.group_sums));
+}
+template <class T, std::size_t... I>
+status run_repro_indexed(const repro_call& c, std::index_sequence<I...>) {
+  status s = unsupported("reduce: reproducible policy index " + std::to_string(c.policy) + " is not compiled");
+  ((c.policy == static_cast<int>(I) ? (void)(s = launch_repro_policy<I, T>(c)) : (void)0), ...);
+  return s;
+}
+//! The reproducible sum of fp32 or fp64.
+template <class T>
+status run_repro(const repro_call& c) {
+  return run_repro_indexed<T>(c, std::make_index_sequence<reduction::reproducible_candidates.size()>{});
+}
+
+template <std::size_t I, class T, reduction::row_kind K>
+status launch_rows_policy(const rows_call& c, const char* what) {
+  using A = reduction::ops::accum_t<T>;
+  constexpr reduction::segment_policy p = reduction::segment_candidates[I];
+  const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
+  launch_shape shape;
+  shape.grid_x = c.grid;
+  shape.block_x = static_cast<unsigned>(p.block_threads);
+  shape.name = name.c_str();
+  return launch(*c.s, &rows_kernel<p.block_threads, p.group_threads, p.unroll, T, A, K>, shape, c);
+}
+template <class T, reduction::row_kind K, std::size_t... I>
+status run_rows_kind(const rows_call& c, const char* what, std::index_sequence<I...>) {
+  status s = unsupported("rows: policy index " + std::to_string(c.policy) + " is not compiled");
+  ((c.policy == static_cast<int>(I) ? (void)(s = launch_rows_policy<I, T, K>(c, what)) : (void)0), ...);
+  return s;
+}
+//! Softmax, log_softmax, layer_norm, rms_norm and row mean/variance for element type T.
+template <class T>
+status run_rows(const rows_call& c) {
+  using reduction::row_kind;
+  constexpr auto seq = std::make_index_sequence<reduction::segment_candidates.size()>{};
+  switch (c.kind) {
+    case row_kind::softmax: return run_rows_kind<T, row_kind::softmax>(c, "softmax", seq);
+    case row_kind::log_softmax: return run_rows_kind<T, row_kind::log_softmax>(c, "log_softmax", seq);
+    case row_kind::layer_norm: return run_rows_kind<T, row_kind::layer_norm>(c, "layer_norm", seq);
+    case row_kind::rms_norm: return run_rows_kind<T, row_kind::rms_norm>(c, "rms_norm", seq);
+    case row_kind::mean_var: return run_rows_kind<T, row_kind::mean_var>(c, "mean_var", seq);
+  }
+  return unsupported("rows: unknown operation");
 }
 
 }  // namespace impl

@@ -1,0 +1,24 @@
+#!/bin/bash
+# One device round for attention on the GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck,
+# synccheck on the smaller cases) and the benchmark against PyTorch SDPA. Logs to $OUT.
+#   BUILD_DIR=build/attn-cuda BENCH_ARGS="--reps 10 --candidates" bash bench/attention/device_round.sh tests memcheck racecheck bench
+set -u
+B=${BUILD_DIR:-build/attn-cuda}
+T=$B/tests/kernels/attention/pk_test_attention
+out=${OUT:-/tmp/o}; mkdir -p $out
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > $out/gpu.txt 2>&1
+steps=" $* "
+if [[ $steps == *" tests "* ]]; then
+  /usr/bin/time -f "%e s" $T --gtest_filter='*/cuda:AttentionPlan*' > $out/tests.log 2>&1; echo "tests rc=$?"; grep -E "PASSED|FAILED|Failure" $out/tests.log | head -20; tail -1 $out/tests.log
+fi
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ $steps == *" memcheck "* ]]; then
+  $cs --tool memcheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda:*CausalUnequal*/cuda:*Windows*/cuda' --gtest_brief=1 > $out/memcheck.log 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/memcheck.log | tail -3
+fi
+if [[ $steps == *" racecheck "* ]]; then
+  $cs --tool racecheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda' --gtest_brief=1 > $out/racecheck.log 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard|PASSED|FAILED" $out/racecheck.log | tail -3
+  $cs --tool synccheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda' --gtest_brief=1 > $out/synccheck.log 2>&1; echo "synccheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/synccheck.log | tail -3
+fi
+if [[ $steps == *" bench "* ]]; then
+  PYTHONUNBUFFERED=1 python3 bench/attention/bench_attention.py --lib $B/bench/attention/libpk_attention_shim.so ${BENCH_ARGS:-} > $out/bench.md 2> $out/bench.err; echo "bench rc=$?"; cat $out/bench.md; tail -5 $out/bench.err
+fi

@@ -1,0 +1,335 @@
+// Reductions benchmark on the GPU: pk against CUB (DeviceReduce, DeviceSegmentedReduce) compiled into
+// the same binary, and against the measured copy bandwidth (a D2D cudaMemcpy in the same process).
+// Every number is the median of event-timed repetitions after warm-up, on random (never zero) data.
+// Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
+//
+//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick]
+#include <pk/reduction/norm.hpp>
+#include <pk/reduction/reduce.hpp>
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <functional>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+#define PK(x)                                                                           \
+  do {                                                                                  \
+    pk::status s_ = (x);                                                                \
+    if (!s_) {                                                                          \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_.to_string().c_str()); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+int reps = 30;        // timed repetitions per case (median reported)
+constexpr int warmup = 5;
+
+//! Median time in microseconds of `f` (enqueued on the default stream), event-timed per repetition.
+double time_us(const std::function<void()>& f) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a));
+    f();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.0f);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Random data in [-1, 1) (bf16/fp16 as 16-bit patterns, integers small) filled on the device.
+__global__ void fill_kernel(void* p, std::int64_t n, int kind, unsigned seed) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float u = (h & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+    switch (kind) {
+      case 0: static_cast<double*>(p)[i] = u; break;
+      case 1: static_cast<float*>(p)[i] = u; break;
+      case 2: static_cast<__half*>(p)[i] = __float2half(u); break;
+      case 3: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(u); break;
+      case 4: static_cast<int*>(p)[i] = static_cast<int>(h % 1000) - 500; break;
+      case 5: static_cast<long long*>(p)[i] = static_cast<long long>(h % 1000) - 500; break;
+    }
+  }
+}
+int kind_of(pk::reduction::dtype t) {
+  using pk::reduction::dtype;
+  switch (t) {
+    case dtype::f64: return 0;
+    case dtype::f32: return 1;
+    case dtype::f16: return 2;
+    case dtype::bf16: return 3;
+    case dtype::i32: return 4;
+    default: return 5;
+  }
+}
+void fill(void* p, std::int64_t n, pk::reduction::dtype t, unsigned seed) {
+  fill_kernel<<<1024, 256>>>(p, n, kind_of(t), seed);
+  CK(cudaGetLastError());
+}
+
+struct to_float {
+  __device__ float operator()(__nv_bfloat16 x) const { return __bfloat162float(x); }
+  __device__ float operator()(__half x) const { return __half2float(x); }
+};
+
+double copy_gbps = 0;
+
+void measure_copy() {
+  const std::size_t bytes = std::size_t{1} << 32;  // 4 GiB, as ANCHORS.md
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  const double us = time_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  copy_gbps = 2.0 * bytes / us / 1e3;
+  std::printf("## Copy bandwidth\n\nD2D cudaMemcpy 4 GiB: %.1f us, %.0f GB/s (read + write)\n\n", us, copy_gbps);
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+}
+
+template <class CubIn, class CubOut>
+void device_sum_case(pk::stream& s, pk::reduction::dtype t, std::int64_t n, void* in, void* out, void* cub_tmp,
+                     std::size_t cub_tmp_bytes) {
+  const int eb = pk::reduction::size_of(t);
+  fill(in, n, t, 7);
+  const double pk_us = time_us([&] { PK(pk::reduce(s, pk::reduce_op::sum, t, in, n, out)); });
+  std::size_t tb = cub_tmp_bytes;
+  double cub_us = 0;
+  if constexpr (std::is_same_v<CubIn, __nv_bfloat16> || std::is_same_v<CubIn, __half>) {
+    cub_us = time_us([&] {
+      CK(cub::DeviceReduce::TransformReduce(cub_tmp, tb, static_cast<const CubIn*>(in), static_cast<float*>(out), n,
+                                            ::cuda::std::plus<float>{}, to_float{}, 0.0f));
+    });
+  } else {
+    cub_us = time_us([&] {
+      CK(cub::DeviceReduce::Sum(cub_tmp, tb, static_cast<const CubIn*>(in), static_cast<CubOut*>(out), n));
+    });
+  }
+  const double gbps = n * double(eb) / pk_us / 1e3;
+  std::printf("| sum %s | 2^%d | %.1f | %.1f | %.2fx | %.0f | %.0f%% |\n", pk::reduction::to_string(t),
+              static_cast<int>(std::log2(double(n))), pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps);
+}
+
+void device_reduce_tables(pk::stream& s, bool quick) {
+  using pk::reduction::dtype;
+  const std::int64_t nmax = std::int64_t{1} << 28;
+  void *in, *out, *cub_tmp;
+  CK(cudaMalloc(&in, nmax * 8));
+  CK(cudaMalloc(&out, 64));
+  std::size_t tb = 0;
+  CK(cub::DeviceReduce::Sum(nullptr, tb, static_cast<const double*>(in), static_cast<double*>(out), nmax));
+  tb = std::max<std::size_t>(tb, 1 << 24);
+  CK(cudaMalloc(&cub_tmp, tb));
+  std::printf("## Device-wide sum (pk::reduce vs CUB DeviceReduce; 16-bit types: CUB TransformReduce, fp32 accumulate)\n\n");
+  std::printf("| op | n | pk us | CUB us | CUB/pk | pk GB/s | %% of copy |\n|---|---|---|---|---|---|---|\n");
+  std::vector<int> logs = quick ? std::vector<int>{20, 28} : std::vector<int>{16, 20, 24, 28};
+  for (int lg : logs) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    device_sum_case<float, float>(s, dtype::f32, n, in, out, cub_tmp, tb);
+    device_sum_case<double, double>(s, dtype::f64, n, in, out, cub_tmp, tb);
+    device_sum_case<__nv_bfloat16, float>(s, dtype::bf16, n, in, out, cub_tmp, tb);
+    device_sum_case<__half, float>(s, dtype::f16, n, in, out, cub_tmp, tb);
+    device_sum_case<int, int>(s, dtype::i32, n, in, out, cub_tmp, tb);
+    device_sum_case<long long, long long>(s, dtype::i64, n, in, out, cub_tmp, tb);
+  }
+  std::printf("\n## Argmax, min, reproducible sum\n\n| op | n | pk us | anchor us | anchor/pk | pk GB/s | %% of copy |\n|---|---|---|---|---|---|---|\n");
+  for (int lg : {24, 28}) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    for (dtype t : {dtype::f32, dtype::bf16}) {
+      fill(in, n, t, 11);
+      const int eb = pk::reduction::size_of(t);
+      const double pk_us = time_us([&] { PK(pk::reduce(s, pk::reduce_op::argmax, t, in, n, out)); });
+      std::size_t b = tb;
+      double cub_us = 0;
+      if (t == dtype::f32) {
+        cub_us = time_us([&] {
+          CK(cub::DeviceReduce::ArgMax(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out),
+                                       static_cast<long long*>(out) + 1, n));
+        });
+      } else {
+        cub_us = time_us([&] {
+          CK(cub::DeviceReduce::ArgMax(cub_tmp, b, static_cast<const __nv_bfloat16*>(in),
+                                       static_cast<__nv_bfloat16*>(out), static_cast<long long*>(out) + 1, n));
+        });
+      }
+      const double gbps = n * double(eb) / pk_us / 1e3;
+      std::printf("| argmax %s (anchor: CUB ArgMax) | 2^%d | %.1f | %.1f | %.2fx | %.0f | %.0f%% |\n",
+                  pk::reduction::to_string(t), lg, pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps);
+    }
+    for (dtype t : {dtype::f32, dtype::f64}) {
+      fill(in, n, t, 13);
+      const int eb = pk::reduction::size_of(t);
+      pk::reduce_options o;
+      o.reproducible = true;
+      const double def_us = time_us([&] { PK(pk::reduce(s, pk::reduce_op::sum, t, in, n, out)); });
+      const double rep_us = time_us([&] { PK(pk::reduce(s, pk::reduce_op::sum, t, in, n, out, o)); });
+      const double gbps = n * double(eb) / rep_us / 1e3;
+      std::printf("| reproducible sum %s (anchor: pk default sum) | 2^%d | %.1f | %.1f | %.2fx | %.0f | %.0f%% |\n",
+                  pk::reduction::to_string(t), lg, rep_us, def_us, def_us / rep_us, gbps, 100.0 * gbps / copy_gbps);
+    }
+  }
+  std::printf("\n");
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(cub_tmp));
+}
+
+void segmented_table(pk::stream& s) {
+  using pk::reduction::dtype;
+  const std::int64_t total = std::int64_t{1} << 26;
+  void *in, *out, *cub_tmp;
+  std::int64_t* off;
+  CK(cudaMalloc(&in, total * 4));
+  CK(cudaMalloc(&out, (total / 256 + 1) * 8));
+  CK(cudaMalloc(&off, (total / 256 + 1) * 8));
+  fill(in, total, dtype::f32, 17);
+  std::size_t tb = 1 << 24;
+  CK(cudaMalloc(&cub_tmp, tb));
+  std::printf("## Segmented sum, f32, 2^26 elements (pk::segmented_reduce vs CUB DeviceSegmentedReduce::Sum)\n\n");
+  std::printf("| segment length | segments | pk us | CUB us | CUB/pk | pk GB/s | %% of copy |\n|---|---|---|---|---|---|---|\n");
+  for (std::int64_t len : {256, 4096, 65536, 1 << 20}) {
+    const std::int64_t segs = total / len;
+    std::vector<std::int64_t> h(segs + 1);
+    for (std::int64_t i = 0; i <= segs; ++i) h[i] = i * len;
+    CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    const double pk_us =
+        time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out)); });
+    std::size_t b = tb;
+    const double cub_us = time_us([&] {
+      CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out),
+                                         static_cast<int>(segs), off, off + 1));
+    });
+    const double gbps = total * 4.0 / pk_us / 1e3;
+    std::printf("| %lld | %lld | %.1f | %.1f | %.2fx | %.0f | %.0f%% |\n", static_cast<long long>(len),
+                static_cast<long long>(segs), pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps);
+  }
+  std::printf("\n");
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(off));
+  CK(cudaFree(cub_tmp));
+}
+
+void rows_table(pk::stream& s, bool quick) {
+  using pk::reduction::dtype;
+  const std::int64_t elems = std::int64_t{1} << 25;  // 32M elements per shape (64 MiB bf16), as ANCHORS.md
+  void *x, *y, *w, *b;
+  float *mean, *rstd;
+  CK(cudaMalloc(&x, elems * 4));
+  CK(cudaMalloc(&y, elems * 4));
+  CK(cudaMalloc(&w, (1 << 18) * 4));
+  CK(cudaMalloc(&b, (1 << 18) * 4));
+  CK(cudaMalloc(&mean, (elems / 1024) * 4));
+  CK(cudaMalloc(&rstd, (elems / 1024) * 4));
+  std::printf("## Row operations (GB/s counting input read + output write; row sum: input only)\n\n");
+  std::printf("| op | type | rows x cols | us | GB/s | %% of copy | plan |\n|---|---|---|---|---|---|---|\n");
+  std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{1024, 16384, 262144}
+                                           : std::vector<std::int64_t>{1024, 4096, 16384, 65536, 262144};
+  for (dtype t : {dtype::bf16, dtype::f32}) {
+    const int eb = pk::reduction::size_of(t);
+    fill(x, elems, t, 19);
+    fill(w, 1 << 18, t, 23);
+    fill(b, 1 << 18, t, 29);
+    for (std::int64_t cols : widths) {
+      const std::int64_t rows = elems / cols;
+      pk::rows_desc r{t, x, y, rows, cols};
+      pk::norm_args n;
+      n.rows = r;
+      n.weight = w;
+      n.bias = b;
+      n.mean = mean;
+      n.rstd = rstd;
+      pk::norm_args rn = n;
+      rn.bias = nullptr;
+      rn.mean = nullptr;
+      const double bytes = 2.0 * rows * cols * eb;
+      const std::string plan =
+          pk::reduction::plan_rows(s.device(), pk::reduction::row_op::softmax, rows, cols, eb).name;
+      const auto row = [&](const char* op, double us, double by, const std::string& p) {
+        const double gbps = by / us / 1e3;
+        std::printf("| %s | %s | %lld x %lld | %.1f | %.0f | %.0f%% | %s |\n", op, pk::reduction::to_string(t),
+                    static_cast<long long>(rows), static_cast<long long>(cols), us, gbps, 100.0 * gbps / copy_gbps,
+                    p.c_str());
+      };
+      row("softmax", time_us([&] { PK(pk::softmax(s, r)); }), bytes, plan);
+      row("layer_norm", time_us([&] { PK(pk::layer_norm(s, n)); }), bytes, plan);
+      row("rms_norm", time_us([&] { PK(pk::rms_norm(s, rn)); }), bytes, plan);
+      pk::tensor_view iv;
+      iv.data = x;
+      iv.type = t;
+      iv.rank = 2;
+      iv.shape[0] = rows;
+      iv.shape[1] = cols;
+      iv.stride[0] = cols;
+      iv.stride[1] = 1;
+      pk::tensor_view ov;
+      ov.data = y;
+      ov.type = t;
+      ov.rank = 1;
+      ov.shape[0] = rows;
+      ov.stride[0] = 1;
+      const std::string splan = pk::reduction::plan_segmented(s.device(), rows, rows * cols, eb).name;
+      row("row sum", time_us([&] { PK(pk::reduce_axis(s, pk::reduce_op::sum, iv, 1, ov)); }), bytes / 2, splan);
+    }
+  }
+  std::printf("\n");
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  CK(cudaFree(w));
+  CK(cudaFree(b));
+  CK(cudaFree(mean));
+  CK(cudaFree(rstd));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (quick) reps = 10;
+  pk::stream s;
+  PK(pk::stream::cuda(nullptr, 0, s));
+  std::printf("# pk reductions on %s (median of %d event-timed runs after %d warm-ups)\n\n", s.describe().c_str(), reps,
+              warmup);
+  const pk::archdb::plan p = pk::reduction::plan_reduce(s.device(), std::int64_t{1} << 28, 4);
+  std::printf("plan_reduce(2^28 f32): %s\n\n", p.why.c_str());
+  measure_copy();
+  device_reduce_tables(s, quick);
+  segmented_table(s);
+  rows_table(s, quick);
+  return 0;
+}

@@ -1,0 +1,102 @@
+// The C API's attention forward over pk/attention/attention.hpp.
+#include "c_api.hpp"
+
+#include <pk/attention/attention.hpp>
+
+#include <array>
+#include <string>
+
+using namespace pk::capi;
+using pk::status;
+
+namespace {
+
+struct dtype_entry {
+  std::int32_t c;
+  pk::dtype cpp;
+};
+//! The attention family's dtypes (the C++ API decides which of them have kernels).
+constexpr std::array dtype_table{
+    dtype_entry{PK_DTYPE_BF16, pk::dtype::bf16},
+    dtype_entry{PK_DTYPE_F16, pk::dtype::f16},
+    dtype_entry{PK_DTYPE_F32, pk::dtype::f32},
+};
+
+//! Rank of the attention layout: [batch, seqlen, heads, head_dim].
+constexpr std::int32_t attention_rank = 4;
+
+//! A C descriptor as the attention family's 4-D view. Rank 3 (packed variable-length tokens
+//! [total, heads, head_dim]) becomes batch 1.
+status to_view(const std::string& where, const pk_tensor* t, pk::tensor_view& v) {
+  PK_TRY(check_tensor(where, t));
+  if (t->rank != attention_rank && t->rank != attention_rank - 1)
+    return pk::invalid_argument(where + ": rank = " + std::to_string(t->rank) +
+                                ": must be 4 ([batch, seqlen, heads, head_dim]) or 3 (packed tokens [total, heads, head_dim])");
+  bool known = false;
+  for (const dtype_entry& e : dtype_table)
+    if (e.c == t->dtype) {
+      v.type = e.cpp;
+      known = true;
+    }
+  if (!known) return pk::unsupported(where + ": dtype " + dtype_name(t->dtype) + " is not a dtype of the attention family");
+  v.data = t->data;
+  const std::int32_t lead = attention_rank - t->rank;  // 1 for packed tokens
+  if (lead == 1) {
+    v.shape[0] = 1;
+    v.stride[0] = 0;
+  }
+  for (std::int32_t k = 0; k < t->rank; ++k) {
+    v.shape[k + lead] = t->shape[k];
+    v.stride[k + lead] = t->strides[k];
+  }
+  return {};
+}
+
+status forward(pk_stream_t stream, const pk_attention_args* a) {
+  const std::string api = "pk_attention_forward";
+  const pk::stream* s = nullptr;
+  PK_TRY(get_stream(api, stream, s));
+  if (a == nullptr) return pk::invalid_argument(api + ": args: must not be null");
+  pk::attention_args args;
+  PK_TRY(to_view(api + ": q", &a->q, args.q));
+  PK_TRY(to_view(api + ": k", &a->k, args.k));
+  PK_TRY(to_view(api + ": v", &a->v, args.v));
+  PK_TRY(to_view(api + ": out", &a->out, args.out));
+  args.lse = a->lse;
+  args.softmax_scale = a->softmax_scale;
+  args.causal = a->causal != 0;
+  args.window_left = a->window_left;
+  args.window_right = a->window_right;
+  args.cu_seqlens_q = a->cu_seqlens_q;
+  args.cu_seqlens_k = a->cu_seqlens_k;
+  args.varlen_batch = a->varlen_batch;
+  args.max_seqlen_q = a->max_seqlen_q;
+  args.max_seqlen_k = a->max_seqlen_k;
+  args.policy = a->policy;
+  return pk::attention_forward(*s, args);
+}
+
+}  // namespace
+
+extern "C" {
+
+pk_attention_args pk_attention_args_default(void) {
+  const pk::attention_args d;
+  pk_attention_args a{};
+  a.lse = d.lse;
+  a.softmax_scale = d.softmax_scale;
+  a.causal = d.causal ? 1 : 0;
+  a.window_left = d.window_left;
+  a.window_right = d.window_right;
+  a.varlen_batch = d.varlen_batch;
+  a.max_seqlen_q = d.max_seqlen_q;
+  a.max_seqlen_k = d.max_seqlen_k;
+  a.policy = d.policy;
+  return a;
+}
+
+pk_status pk_attention_forward(pk_stream_t stream, const pk_attention_args* args) {
+  return guarded([&] { return forward(stream, args); });
+}
+
+}  // extern "C"

@@ -1,0 +1,31 @@
+# pk_find_kokkos(<found_var> [QUIET] [REQUIRED]): find_package(Kokkos) and repair the imported target
+# where needed. Debian's Kokkos 3.4 (libtrilinos-kokkos-dev) puts a non-existent include directory on
+# Kokkos::kokkos (its prefix computed one level too high); its Kokkos_INCLUDE_DIRS is right once the
+# relative path is resolved (TOOLCHAIN.md). Used by pk's build and by the installed pkConfig.cmake.
+# A macro: find_package's variables and imported targets must land in the caller's scope.
+macro(pk_find_kokkos _pk_found_var)
+  find_package(Kokkos CONFIG ${ARGN})
+  set(${_pk_found_var} FALSE)
+  if(Kokkos_FOUND AND TARGET Kokkos::kokkos)
+    set(${_pk_found_var} TRUE)
+    get_target_property(_pk_kokkos_dirs Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
+    set(_pk_kokkos_broken FALSE)
+    foreach(_pk_dir IN LISTS _pk_kokkos_dirs)
+      if(NOT _pk_dir MATCHES "\\$<" AND NOT IS_DIRECTORY "${_pk_dir}")
+        set(_pk_kokkos_broken TRUE)
+      endif()
+    endforeach()
+    if(_pk_kokkos_broken)
+      set(_pk_kokkos_fixed "")
+      foreach(_pk_dir IN LISTS Kokkos_INCLUDE_DIRS)
+        get_filename_component(_pk_dir "${_pk_dir}" REALPATH)
+        list(APPEND _pk_kokkos_fixed "${_pk_dir}")
+      endforeach()
+      set_target_properties(Kokkos::kokkos PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_pk_kokkos_fixed}")
+      unset(_pk_kokkos_fixed)
+    endif()
+    unset(_pk_kokkos_dirs)
+    unset(_pk_kokkos_broken)
+    unset(_pk_dir)
+  endif()
+endmacro()

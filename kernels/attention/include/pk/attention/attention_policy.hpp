@@ -1,0 +1,95 @@
+// Attention forward: policies (tuning as data) and the per-arch-family, per-head-dim candidate lists.
+// Plain constexpr C++: the host planner reads them at run time, the kernels at compile time.
+#pragma once
+#include <pk/archdb/arch.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace pk::attention {
+
+//! One compiled variant of the tiled forward kernel. Rows of the query tile are split evenly across
+//! the block's warps (block_threads / warp_size of them: the same policy gives 4 warps of 32 rows on
+//! a wave32 NVIDIA arch and 2 waves of 64 rows on wave64 CDNA).
+struct policy {
+  int block_m;        //!< queries per block
+  int block_n;        //!< keys per inner iteration (K/V tile in shared memory)
+  int block_threads;  //!< threads per block
+  int stages;         //!< K/V shared-memory buffers: 1 = FA2's overlap (V(j) loads during Q K(j)^T, K(j-1)
+                      //!< during P V(j)); 2 = double buffering (K/V(j-1) load during all of tile j)
+  friend constexpr bool operator==(const policy&, const policy&) = default;
+};
+
+//! Which candidate list a code target compiles: one per vendor (a CUDA fat binary holds every NVIDIA
+//! arch, a HIP one every AMD arch, so the list may depend only on the vendor).
+enum class family : std::uint8_t { nvidia, amd };
+
+constexpr family family_of(archdb::vendor v) { return v == archdb::vendor::amd ? family::amd : family::nvidia; }
+
+inline constexpr std::array<int, 6> head_dims{32, 64, 96, 128, 192, 256};
+
+constexpr bool supported_head_dim(int d) {
+  for (int h : head_dims)
+    if (h == d) return true;
+  return false;
+}
+
+//! Elements of padding per shared-memory row: one 16-byte vector. Rows of the Q/K/V/P tiles are
+//! (head_dim + pad) elements apart, so with 32 banks x 4 bytes (archdb smem_banks/smem_bank_bytes on
+//! every supported arch) 8 consecutive rows read at the same column start in 8 different 16-byte bank
+//! groups: the per-lane fragment loads (one row per lane group) are conflict-free.
+constexpr int smem_pad_bytes = 16;
+
+// Candidate lists, default first. Short on purpose: each entry is compiled per dtype and head dim.
+// Initial values from FlashAttention-2's kernel traits (flash_fwd_launch_template.h, sm80: 128x64 with
+// 4 warps for d <= 128, 8 warps for d >= 192; sm86: small tiles so that 2 blocks fit 100 KB), a
+// double-buffered 128x64 for devices whose shared memory holds two of them per SM (H100/H200: 2 x 104 KB
+// of 227 KB), and, for AMD, tiles sized to 64 KB of LDS with P staged in LDS. Not yet tuned on hardware
+// (bench/results/attention-*). 128x128 with 8 warps was dropped: 254 registers at d128 on sm_90a (one
+// block per SM) for no gain in the model.
+inline constexpr std::array<policy, 4> nvidia_small{
+    {{128, 64, 128, 2}, {128, 64, 128, 1}, {64, 64, 128, 1}, {64, 32, 128, 1}}};                         // d <= 128
+inline constexpr std::array<policy, 3> nvidia_large{{{128, 64, 256, 1}, {64, 64, 128, 1}, {64, 32, 128, 1}}};  // d >= 192
+inline constexpr std::array<policy, 3> amd_small{{{64, 64, 128, 1}, {128, 32, 256, 1}, {64, 32, 128, 1}}};     // d <= 128
+inline constexpr std::array<policy, 2> amd_large{{{64, 32, 128, 1}, {32, 32, 64, 1}}};                         // d >= 192
+
+constexpr std::span<const policy> candidates(family f, int head_dim) {
+  if (f == family::nvidia) return head_dim <= 128 ? std::span<const policy>(nvidia_small) : std::span<const policy>(nvidia_large);
+  return head_dim <= 128 ? std::span<const policy>(amd_small) : std::span<const policy>(amd_large);
+}
+constexpr std::size_t candidate_count(family f, int head_dim) { return candidates(f, head_dim).size(); }
+
+//! Candidates that spill a little and are kept on purpose (the planner and the CI resource check accept
+//! their spills). Measured with ptxas -v, CUDA 13.0, sm_80/86/90a, 2026-11-30: at 255 registers, 24-128
+//! bytes of spill loads+stores per thread for 32 query rows per warp (two m16 atoms) at head_dim >= 96
+//! and for 64x64 tiles at head_dim 192; none elsewhere, none on gfx90a/gfx942/gfx1100 (VGPRs Spill 0).
+//! The 32-rows-per-warp tiles are still the fastest measured on the H200
+//! (bench/results/attention-h200-2026-11-30.md); 64x64 at d192 is declared for every head_dim >= 192.
+constexpr bool declares_spills(family f, const policy& p, int head_dim) {
+  if (f != family::nvidia) return false;
+  const int rows_per_warp = p.block_m * 32 / p.block_threads;  // NVIDIA warps are 32 lanes
+  return (rows_per_warp >= 32 && head_dim >= 96) || (p.block_m == 64 && p.block_n == 64 && head_dim >= 192);
+}
+
+//! Whether the kernel stages P (the softmax probabilities) in shared memory: when the MMA atom's
+//! accumulator layout is not its A-operand layout (MFMA, WMMA). Decided per atom by mma_layout::c_feeds_a;
+//! the planner needs it per vendor: NVIDIA's mma.sync keeps P in registers.
+constexpr bool stages_p(family f) { return f == family::amd; }
+
+//! Dynamic shared memory of a policy: Q tile, `stages` K and V tiles and (if staged) the P tile.
+constexpr std::int64_t smem_bytes(const policy& p, int head_dim, int elem_bytes, bool staged_p) {
+  const std::int64_t pad = smem_pad_bytes / elem_bytes;
+  const std::int64_t qkv = (std::int64_t{p.block_m} + 2 * std::int64_t{p.block_n} * p.stages) * (head_dim + pad);
+  const std::int64_t pt = staged_p ? std::int64_t{p.block_m} * (p.block_n + pad) : 0;
+  return (qkv + pt) * elem_bytes;
+}
+
+//! "attn_fwd_bf16_d128_b128x64_t128_s2" — the instance name (kernel names, plans, tuning cache).
+inline std::string name_of(const policy& p, const char* type, int head_dim) {
+  return std::string("attn_fwd_") + type + "_d" + std::to_string(head_dim) + "_b" + std::to_string(p.block_m) + "x" +
+         std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads) + "_s" + std::to_string(p.stages);
+}
+
+}  // namespace pk::attention

@@ -1,0 +1,342 @@
+// Attention forward: validation, planning and dispatch to the per-target instances. Compiled once.
+#include <pk/attention/attention.hpp>
+#include <pk/attention/attention_policy.hpp>
+#include <pk/attention/detail/attention_call.hpp>
+#include <pk/config.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+
+// The per-target instances (src/instances/attn_fwd_<type>_d<D>.cpp, once per built target).
+#define PK_DETAIL_ATTN_DECLARE_ONE(t, type, D) status attn_fwd_##type##_d##D(const attention::fwd_call&);
+#define PK_DETAIL_ATTN_DECLARE(t)                                                                              \
+  namespace pk::t::impl {                                                                                     \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 32) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 64)                              \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 96) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 128)                             \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 192) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 256)                            \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 32) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 64)                                \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 96) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 128)                               \
+  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 192) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 256)                              \
+  }
+PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_ATTN_DECLARE)
+#undef PK_DETAIL_ATTN_DECLARE
+#undef PK_DETAIL_ATTN_DECLARE_ONE
+
+namespace pk {
+
+const char* to_string(dtype t) noexcept {
+  switch (t) {
+    case dtype::bf16: return "bf16";
+    case dtype::f16: return "f16";
+    case dtype::f32: return "f32";
+  }
+  return "?";
+}
+
+namespace attention {
+
+const char* to_string(strategy s) noexcept {
+  switch (s) {
+    case strategy::tiled_mma: return "tiled_mma";
+  }
+  return "?";
+}
+
+namespace {
+
+// Shape of the MMA atom the portable kernel uses on a device's arch (mirrors portable/mma.hpp).
+struct atom_shape {
+  int m, n, k, c_vals, a_vals, b_vals;
+};
+atom_shape atom_of(const archdb::device_desc& d) {
+  switch (archdb::traits(d.isa).mma) {
+    case archdb::mma_family::mfma_cdna2:
+    case archdb::mma_family::mfma_cdna3:
+    case archdb::mma_family::mfma_cdna4: return {32, 32, 8, 16, 4, 4};
+    case archdb::mma_family::wmma_rdna3: return {16, 16, 16, 8, 16, 16};
+    default: return {16, 8, 16, 4, 8, 4};
+  }
+}
+
+// Registers per thread, estimated from the accumulators the policy keeps live (O, S, row statistics,
+// one A fragment per M atom and one B fragment, 16-bit values packed two per register) plus a fixed
+// allowance for addresses, loop state and masking. The host plans for devices it does not run on, so
+// the compiler's report is not at hand; the CI resource check compares it with the real counts.
+constexpr int regs_allowance = 40;
+int estimated_regs(const archdb::device_desc& d, const policy& p, int head_dim) {
+  const atom_shape a = atom_of(d);
+  const int warps = p.block_threads / d.warp_size;
+  const int ma = std::max(1, p.block_m / warps / a.m);
+  const int acc = ma * (head_dim / a.n + p.block_n / a.n) * a.c_vals + 2 * ma * a.c_vals;
+  const int frags = (ma * a.a_vals + a.b_vals) / 2;
+  const int cap = d.vendor_id == archdb::vendor::nvidia ? d.max_regs_per_thread : d.max_arch_vgprs;
+  return std::min(acc + frags + regs_allowance, cap > 0 ? cap : 255);
+}
+
+// Key tiles the kernel visits for query block mb (the kernel's own range formula).
+std::int64_t tiles_of_block(const attention_problem& pr, int bm, int bn, std::int64_t mb) {
+  const std::int64_t sq = pr.seqlen_q, sk = pr.seqlen_k, diag = sk - sq;
+  const std::int64_t m0 = mb * bm, m_last = std::min(m0 + bm, sq) - 1;
+  const int right = pr.causal ? 0 : pr.window_right;
+  std::int64_t hi = sk, lo = 0;
+  if (right >= 0) hi = std::min(hi, m_last + diag + right + 1);
+  if (pr.window_left >= 0) lo = std::max<std::int64_t>(0, m0 + diag - pr.window_left);
+  return hi > lo ? (hi - 1) / bn - lo / bn + 1 : 0;
+}
+
+// Mean shared-memory clock assumed for the bandwidth term: archdb has no clock field, and the boost
+// clocks of the supported devices span 1.4-2.1 GHz; the term only ranks policies against each other.
+constexpr double assumed_clock_ghz = 1.7;
+// The mma.sync path on an arch with wgmma reaches about half the dense peak (ANCHORS.md: an Ampere-style
+// kernel plateaus near 350-370 of 989 TFLOP/s on Hopper; cuBLAS with wgmma reaches 760).
+constexpr double mma_sync_share_on_wgmma_arch = 0.5;
+// Warps per SM sub-partition (SIMD) that keep the matrix pipe busy: FA2's argument, one warp's softmax
+// runs while another's MMAs issue.
+constexpr int warps_per_subpartition = 2;
+// Latency of a K/V tile load from device memory under load (microbenchmarks of A100/H100 report about
+// 0.6-1 us at high occupancy); the part a tile's compute does not cover is exposed.
+constexpr double load_latency_us = 1.0;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+attention_plan plan(const archdb::device_desc& device, const attention_problem& pr) {
+  attention_plan out;
+  const family fam = family_of(device.vendor_id);
+  const std::span<const policy> pols = candidates(fam, pr.head_dim);
+  const int eb = pr.type == dtype::f32 ? 4 : 2;
+  std::vector<archdb::candidate> cands;
+  for (const policy& p : pols) {
+    archdb::candidate c;
+    c.name = name_of(p, to_string(pr.type), pr.head_dim);
+    c.res.threads_per_block = p.block_threads;
+    c.res.regs_per_thread = estimated_regs(device, p, pr.head_dim);
+    c.res.dynamic_smem = smem_bytes(p, pr.head_dim, eb, stages_p(fam));
+    c.declares_spills = declares_spills(fam, p, pr.head_dim);
+    cands.push_back(c);
+  }
+  const atom_shape at = atom_of(device);
+  const bool wgmma_arch = archdb::traits(device.isa).has_wgmma;
+  double peak = pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops;
+  if (wgmma_arch) peak *= mma_sync_share_on_wgmma_arch;
+  const int units = std::max(1, device.occupancy_units());
+  const int subparts = device.vendor_id == archdb::vendor::nvidia ? std::max(1, device.smsp_per_sm)
+                                                                  : std::max(1, device.simds_per_cu * std::max(1, device.cus_per_wgp));
+  const double smem_bytes_per_s = double(archdb::traits(device.isa).smem_banks) * archdb::traits(device.isa).smem_bank_bytes *
+                                  assumed_clock_ghz * 1e9;
+  const double unique_bytes =
+      double(pr.batch) * eb * pr.head_dim * (2.0 * pr.heads_q * pr.seqlen_q + 2.0 * pr.heads_kv * pr.seqlen_k);
+
+  out.choice = archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
+    const policy& p = pols[static_cast<std::size_t>(&c - cands.data())];
+    const int warps = p.block_threads / device.warp_size;
+    const int wm = p.block_m / warps;
+    const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
+    std::int64_t tiles = 0;
+    for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles += tiles_of_block(pr, p.block_m, p.block_n, mb);
+    const std::int64_t blocks = m_blocks * pr.heads_q * pr.batch;
+    const double tiles_per_block = double(tiles) / double(m_blocks);
+    // Per tile and block: matrix work, and shared-memory bytes read (each warp reads all of K and V,
+    // its own Q rows; a staged P is written and read once).
+    const double flops_tile = 4.0 * p.block_m * p.block_n * pr.head_dim;
+    const double smem_tile = double(warps) * 2.0 * p.block_n * pr.head_dim * eb + double(p.block_m) * pr.head_dim * eb +
+                             (stages_p(fam) ? 2.0 * p.block_m * p.block_n * eb : 0.0);
+    const double latency_util = std::min(1.0, double(occ.active_warps) / (warps_per_subpartition * subparts));
+    const double unit_flops = peak * 1e12 / units * latency_util;
+    const double bps = std::max(1, occ.blocks_per_sm);
+    const double t_mma = bps * flops_tile / unit_flops;
+    const double t_smem = bps * smem_tile / smem_bytes_per_s;
+    const std::int64_t waves = archdb::waves(device, blocks, occ);
+    // The next tile's copy overlaps half a tile (stages 1: K(j-1) during P V(j), V(j) during Q K(j)^T)
+    // or a whole tile (stages 2); the other resident blocks' work hides the rest.
+    const double t_tile = std::max(t_mma, t_smem) * 1e6;
+    const double exposed = std::max(0.0, load_latency_us - (p.stages == 2 ? 1.0 : 0.5) * t_tile) / bps;
+    const double t_us = double(waves) * tiles_per_block * (t_tile + exposed);
+    const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
+    std::ostringstream why;
+    why.precision(3);
+    why << wm << " rows/warp (" << wm / at.m << " atoms), " << p.stages << " K/V stage" << (p.stages > 1 ? "s" : "")
+        << " (" << exposed << " us load latency exposed per tile), " << occ.active_warps << " warps/SM -> matrix pipe "
+        << static_cast<int>(latency_util * 100) << "% fed; per tile " << (t_mma > t_smem ? "MMA" : "shared-memory")
+        << "-bound (" << t_mma * 1e6 << " vs " << t_smem * 1e6 << " us per SM); " << blocks << " blocks in " << waves
+        << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100) << "% of the last busy)";
+    return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};
+  });
+  out.strat = strategy::tiled_mma;
+  if (out.choice.index >= 0) {
+    const policy& p = pols[static_cast<std::size_t>(out.choice.index)];
+    out.grid_x = static_cast<unsigned>(ceil_div(pr.seqlen_q, p.block_m));
+    out.grid_y = static_cast<unsigned>(pr.heads_q);
+    out.grid_z = static_cast<unsigned>(pr.batch);
+    out.block_threads = p.block_threads;
+    out.smem_bytes = cands[static_cast<std::size_t>(out.choice.index)].res.dynamic_smem;
+    out.choice.why = std::string("strategy ") + to_string(out.strat) + ": " + out.choice.why;
+  }
+  return out;
+}
+
+}  // namespace attention
+
+archdb::plan plan_attention(const archdb::device_desc& device, const attention::attention_problem& problem) {
+  return attention::plan(device, problem).choice;
+}
+
+namespace {
+
+status bad(const std::string& m) { return invalid_argument("attention_forward: " + m); }
+
+status check_view(const char* name, const tensor_view& t, dtype type, int head_dim) {
+  if (t.type != type)
+    return bad(std::string(name) + ": dtype " + to_string(t.type) + " differs from q's " + to_string(type));
+  for (int i = 0; i < 4; ++i)
+    if (t.shape[i] < 0) return bad(std::string(name) + ": shape[" + std::to_string(i) + "] is negative");
+  if (t.shape[3] != head_dim)
+    return bad(std::string(name) + ": head_dim " + std::to_string(t.shape[3]) + " differs from q's " + std::to_string(head_dim));
+  if (t.stride[3] != 1) return bad(std::string(name) + ": the last dimension must be contiguous (stride[3] == 1)");
+  const bool empty = t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0;
+  if (t.data == nullptr && !empty) return bad(std::string(name) + ": data must not be null");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0)
+    return bad(std::string(name) + ": data must be 16-byte aligned");
+  for (int i = 0; i < 3; ++i)
+    if (t.stride[i] % 8 != 0 || t.stride[i] < 0)
+      return bad(std::string(name) + ": stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
+                 " must be a non-negative multiple of 8 elements (16-byte rows)");
+  return {};
+}
+
+}  // namespace
+
+status attention_forward(const stream& s, const attention_args& a) {
+  if (!s.valid()) return bad("stream: not initialized (use pk::default_stream)");
+  const dtype type = a.q.type;
+  if (type != dtype::bf16 && type != dtype::f16)
+    return unsupported(std::string("attention_forward: q: dtype ") + to_string(type) + " is not supported (bf16, f16)");
+  const std::int64_t d = a.q.shape[3];
+  if (!attention::supported_head_dim(static_cast<int>(d)))
+    return unsupported("attention_forward: q: head_dim " + std::to_string(d) + " is not supported (32, 64, 96, 128, 192, 256)");
+  PK_TRY(check_view("q", a.q, type, static_cast<int>(d)));
+  PK_TRY(check_view("k", a.k, type, static_cast<int>(d)));
+  PK_TRY(check_view("v", a.v, type, static_cast<int>(d)));
+  PK_TRY(check_view("out", a.out, type, static_cast<int>(d)));
+  const std::int64_t hq = a.q.shape[2], hkv = a.k.shape[2];
+  if (a.v.shape[2] != hkv) return bad("v: heads " + std::to_string(a.v.shape[2]) + " differ from k's " + std::to_string(hkv));
+  if (a.out.shape[2] != hq) return bad("out: heads " + std::to_string(a.out.shape[2]) + " differ from q's " + std::to_string(hq));
+  if (hkv == 0 || hq % hkv != 0)
+    return bad("k: heads_kv " + std::to_string(hkv) + " must divide heads_q " + std::to_string(hq));
+  if (hq > 65535) return bad("q: heads " + std::to_string(hq) + " > 65535 (grid limit)");
+  if (a.k.shape[1] != a.v.shape[1]) return bad("v: seqlen " + std::to_string(a.v.shape[1]) + " differs from k's " + std::to_string(a.k.shape[1]));
+  if (a.out.shape[1] != a.q.shape[1] || a.out.shape[0] != a.q.shape[0])
+    return bad("out: shape must equal q's [batch, seqlen_q, heads_q, head_dim]");
+  if (a.softmax_scale < 0 || !std::isfinite(a.softmax_scale))
+    return bad("softmax_scale: " + std::to_string(a.softmax_scale) + " must be positive and finite (0: 1/sqrt(head_dim))");
+  if (a.window_left < -1 || a.window_right < -1) return bad("window_left/window_right: must be >= -1 (-1: unbounded)");
+  if (reinterpret_cast<std::uintptr_t>(a.lse) % alignof(float) != 0) return bad("lse: must be 4-byte aligned");
+  const bool varlen = a.cu_seqlens_q != nullptr || a.cu_seqlens_k != nullptr;
+  if (varlen && (a.cu_seqlens_q == nullptr || a.cu_seqlens_k == nullptr))
+    return bad("cu_seqlens_q/cu_seqlens_k: give both or neither");
+
+  attention::attention_problem pr;
+  pr.type = type;
+  pr.heads_q = static_cast<int>(hq);
+  pr.heads_kv = static_cast<int>(hkv);
+  pr.head_dim = static_cast<int>(d);
+  pr.causal = a.causal;
+  pr.window_left = a.window_left;
+  pr.window_right = a.causal ? 0 : a.window_right;
+  attention::fwd_params p;
+  if (varlen) {
+    if (a.q.shape[0] != 1 || a.k.shape[0] != 1) return bad("varlen: q/k/v/out must be packed as [1, total_tokens, heads, head_dim]");
+    if (a.varlen_batch < 1 || a.varlen_batch > 65535) return bad("varlen_batch: " + std::to_string(a.varlen_batch) + " must be in [1, 65535]");
+    if (a.max_seqlen_q < 0 || a.max_seqlen_k < 0) return bad("max_seqlen_q/max_seqlen_k: must be >= 0");
+    if (a.max_seqlen_q > a.q.shape[1] || a.max_seqlen_k > a.k.shape[1])
+      return bad("max_seqlen_q/max_seqlen_k: larger than the packed token counts");
+    pr.batch = a.varlen_batch;
+    pr.seqlen_q = a.max_seqlen_q;
+    pr.seqlen_k = a.max_seqlen_k;
+  } else {
+    if (a.k.shape[0] != a.q.shape[0] || a.v.shape[0] != a.q.shape[0])
+      return bad("k/v: batch " + std::to_string(a.k.shape[0]) + " differs from q's " + std::to_string(a.q.shape[0]));
+    if (a.q.shape[0] > 65535) return bad("q: batch " + std::to_string(a.q.shape[0]) + " > 65535 (grid limit)");
+    pr.batch = static_cast<int>(a.q.shape[0]);
+    pr.seqlen_q = a.q.shape[1];
+    pr.seqlen_k = a.k.shape[1];
+  }
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  if (a.q.shape[1] > int_max || a.k.shape[1] > int_max) return bad("q/k: seqlen must be < 2^31");
+  if (pr.batch == 0 || pr.seqlen_q == 0 || hq == 0) return {};  // nothing to compute
+  const attention::attention_plan pl = attention::plan(s.device(), pr);
+  if (pl.choice.index < 0)
+    return unsupported("attention_forward: no compiled policy fits " + s.device().name + ": " + pl.choice.why);
+
+  attention::fwd_call c;
+  c.policy = pl.choice.index;
+  c.grid_x = pl.grid_x;
+  c.grid_y = pl.grid_y;
+  c.grid_z = pl.grid_z;
+  if (a.policy != nullptr) {
+    const auto& all = pl.choice.all;
+    const auto it = std::find_if(all.begin(), all.end(), [&](const archdb::plan::considered& x) { return x.name == a.policy; });
+    if (it == all.end()) return unsupported(std::string("attention_forward: policy ") + a.policy + " is not a compiled candidate for this device, dtype and head_dim");
+    if (!it->fits) return unsupported(std::string("attention_forward: policy ") + a.policy + " does not fit: " + it->reason);
+    c.policy = static_cast<int>(it - all.begin());
+    const int bm = attention::candidates(attention::family_of(s.device().vendor_id), pr.head_dim)[static_cast<std::size_t>(c.policy)].block_m;
+    c.grid_x = static_cast<unsigned>((pr.seqlen_q + bm - 1) / bm);
+  }
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.o = const_cast<void*>(a.out.data);
+  p.lse = a.lse;
+  p.q_batch = a.q.stride[0], p.q_row = a.q.stride[1], p.q_head = a.q.stride[2];
+  p.k_batch = a.k.stride[0], p.k_row = a.k.stride[1], p.k_head = a.k.stride[2];
+  p.v_batch = a.v.stride[0], p.v_row = a.v.stride[1], p.v_head = a.v.stride[2];
+  p.o_batch = a.out.stride[0], p.o_row = a.out.stride[1], p.o_head = a.out.stride[2];
+  p.cu_q = a.cu_seqlens_q;
+  p.cu_k = a.cu_seqlens_k;
+  p.seqlen_q = static_cast<int>(pr.seqlen_q);
+  p.seqlen_k = static_cast<int>(pr.seqlen_k);
+  p.group = static_cast<int>(hq / hkv);
+  p.window_left = pr.window_left;
+  p.window_right = pr.window_right;
+  const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(d));
+  p.scale_log2 = scale * 1.44269504088896340736f;  // log2(e)
+  if (varlen) {
+    p.lse_batch = 0;
+    p.lse_head = a.q.shape[1];  // [heads, total_q]
+  } else {
+    p.lse_head = pr.seqlen_q;  // [batch, heads, seqlen_q]
+    p.lse_batch = hq * pr.seqlen_q;
+  }
+  c.s = &s;
+  c.p = p;
+
+#define PK_DETAIL_ATTN_CASE(t, type_name, D) \
+  case D: return t::impl::attn_fwd_##type_name##_d##D(c);
+#define PK_DETAIL_ATTN_DISPATCH(t)                                                                       \
+  case target::t:                                                                                        \
+    if (type == dtype::bf16) {                                                                           \
+      switch (d) {                                                                                       \
+        PK_DETAIL_ATTN_CASE(t, bf16, 32) PK_DETAIL_ATTN_CASE(t, bf16, 64) PK_DETAIL_ATTN_CASE(t, bf16, 96) \
+        PK_DETAIL_ATTN_CASE(t, bf16, 128) PK_DETAIL_ATTN_CASE(t, bf16, 192) PK_DETAIL_ATTN_CASE(t, bf16, 256) \
+      }                                                                                                  \
+    } else {                                                                                             \
+      switch (d) {                                                                                       \
+        PK_DETAIL_ATTN_CASE(t, f16, 32) PK_DETAIL_ATTN_CASE(t, f16, 64) PK_DETAIL_ATTN_CASE(t, f16, 96)  \
+        PK_DETAIL_ATTN_CASE(t, f16, 128) PK_DETAIL_ATTN_CASE(t, f16, 192) PK_DETAIL_ATTN_CASE(t, f16, 256) \
+      }                                                                                                  \
+    }                                                                                                    \
+    break;
+  switch (s.code_target()) {
+    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_ATTN_DISPATCH)
+    default: break;
+  }
+#undef PK_DETAIL_ATTN_DISPATCH
+#undef PK_DETAIL_ATTN_CASE
+  return unsupported(std::string("attention_forward: target ") + to_string(s.code_target()) + " is not built");
+}
+
+}  // namespace pk

@@ -1,0 +1,63 @@
+// Row operations over the last axis of a [rows, cols] tensor (row strides in elements, last axis
+// contiguous): softmax, log_softmax, LayerNorm and RMSNorm forward, row mean/variance.
+// Types: f64, f32, f16, bf16 (16-bit types compute in fp32, f64 in fp64); output type = input type.
+//
+//   pk::rows_desc r{pk::reduction::dtype::bf16, x, y, rows, cols};   // row strides default to cols
+//   pk::softmax(s, r);
+//   pk::norm_args n;  n.rows = r;  n.weight = w;  n.bias = b;  n.eps = 1e-5;
+//   pk::layer_norm(s, n);
+//
+// Defined results:
+//  - softmax of a row that is all -inf is 0 everywhere; log_softmax of it is -inf everywhere (never
+//    NaN). A NaN in a row makes the whole row NaN; +inf gives NaN where x = +inf (IEEE).
+//  - layer_norm: y = (x - mean) * rstd * weight (+ bias), rstd = 1 / sqrt(var + eps), var the
+//    population variance (Welford per thread, Chan's merge: stable for a large offset). A constant row
+//    gives y = bias (or 0).
+//  - rms_norm: y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps).
+//  - optional fp32 outputs: mean (layer_norm) and rstd (both), one per row.
+// One group of threads per row (a warp for short rows, a block for long ones: the planner decides);
+// the statistics pass and the output pass each read the row (the second read mostly hits L2).
+// Deterministic run to run for a given plan.
+#pragma once
+#include <pk/reduction/reduce.hpp>
+
+namespace pk {
+
+struct rows_desc {
+  reduction::dtype type = reduction::dtype::f32;
+  const void* x = nullptr;
+  void* y = nullptr;  //!< may alias x (in place) when the strides are equal
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t x_row_stride = -1;  //!< elements between rows; -1: cols
+  std::int64_t y_row_stride = -1;  //!< -1: cols
+  int policy = -1;                 //!< -1: the planner chooses; else an index into segment_candidates
+};
+
+status softmax(const stream& s, const rows_desc& r);
+status log_softmax(const stream& s, const rows_desc& r);
+
+struct norm_args {
+  rows_desc rows;
+  const void* weight = nullptr;  //!< cols elements of rows.type (required)
+  const void* bias = nullptr;    //!< cols elements of rows.type, or null (layer_norm only)
+  double eps = 1e-5;             //!< >= 0
+  float* mean = nullptr;         //!< optional: rows fp32 means (layer_norm only)
+  float* rstd = nullptr;         //!< optional: rows fp32 reciprocal standard deviations
+};
+
+status layer_norm(const stream& s, const norm_args& a);
+status rms_norm(const stream& s, const norm_args& a);
+
+//! Per row: mean[r] and var[r] = M2 / (cols - correction) in the accumulator type (fp32 for
+//! f16/bf16/f32, fp64 for f64); NaN when cols <= correction. `y` of the descriptor is unused.
+status row_mean_var(const stream& s, const rows_desc& r, void* mean, void* var, int correction = 0);
+
+namespace reduction {
+enum class row_op : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm, mean_var };
+//! The plan of a row operation on `device` (policy among segment_candidates, grid, why).
+archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
+                       int elem_bytes);
+}  // namespace reduction
+
+}  // namespace pk

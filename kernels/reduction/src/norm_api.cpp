@@ -1,0 +1,144 @@
+// Row operations (norm.hpp): validation, planning and dispatch to the per-target instances. Compiled once.
+#include <pk/config.hpp>
+#include <pk/reduction/detail/reduce_call.hpp>
+#include <pk/reduction/norm.hpp>
+#include <pk/reduction/reduce_policy.hpp>
+
+#include <cmath>
+#include <string>
+
+// The per-target instances (src/rows_<dtype>.cpp, once per built target).
+#define PK_DETAIL_DECLARE_ROWS(t)                      \
+  namespace pk::t::impl {                              \
+  status rows_f64(const reduction::rows_call&);        \
+  status rows_f32(const reduction::rows_call&);        \
+  status rows_f16(const reduction::rows_call&);        \
+  status rows_bf16(const reduction::rows_call&);       \
+  }
+PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_ROWS)
+#undef PK_DETAIL_DECLARE_ROWS
+
+namespace pk {
+namespace {
+using reduction::dtype;
+using reduction::row_kind;
+using reduction::row_op;
+
+status check_rows(const char* fn, const stream& s, const rows_desc& r, bool needs_y) {
+  const std::string f(fn);
+  if (!s.valid()) return invalid_argument(f + ": stream: not initialized (use pk::default_stream)");
+  if (static_cast<unsigned>(r.type) > static_cast<unsigned>(dtype::u8))
+    return invalid_argument(f + ": rows.type: not a pk::reduction::dtype value");
+  if (r.type != dtype::f64 && r.type != dtype::f32 && r.type != dtype::f16 && r.type != dtype::bf16)
+    return unsupported(f + ": rows.type " + reduction::to_string(r.type) + ": supported types are f64, f32, f16, bf16");
+  if (r.policy < -1 || r.policy >= static_cast<int>(reduction::segment_candidates.size()))
+    return invalid_argument(f + ": rows.policy = " + std::to_string(r.policy) + ": must be -1 or in [0, " +
+                            std::to_string(reduction::segment_candidates.size()) + ")");
+  if (r.rows < 0) return invalid_argument(f + ": rows.rows = " + std::to_string(r.rows) + ": must be >= 0");
+  if (r.cols < 0) return invalid_argument(f + ": rows.cols = " + std::to_string(r.cols) + ": must be >= 0");
+  const std::int64_t xs = r.x_row_stride < 0 ? r.cols : r.x_row_stride;
+  const std::int64_t ys = r.y_row_stride < 0 ? r.cols : r.y_row_stride;
+  if (r.rows > 1 && xs < r.cols)
+    return invalid_argument(f + ": rows.x_row_stride = " + std::to_string(xs) + ": must be >= cols = " +
+                            std::to_string(r.cols) + " (or -1)");
+  if (needs_y && r.rows > 1 && ys < r.cols)
+    return invalid_argument(f + ": rows.y_row_stride = " + std::to_string(ys) + ": must be >= cols = " +
+                            std::to_string(r.cols) + " (or -1)");
+  if (r.rows > 0 && r.cols > 0) {
+    if (r.x == nullptr) return invalid_argument(f + ": rows.x: must not be null");
+    if (needs_y && r.y == nullptr) return invalid_argument(f + ": rows.y: must not be null");
+    if (needs_y && r.x == r.y && xs != ys)
+      return invalid_argument(f + ": rows.y: in place (y == x) needs equal row strides");
+  }
+  return {};
+}
+
+status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows_desc& r, const void* w,
+           const void* b, void* stat0, void* stat1, double eps, int correction) {
+  const int eb = reduction::size_of(r.type);
+  archdb::plan p = reduction::plan_rows(s.device(), op, r.rows, r.cols, eb);
+  if (p.index < 0) return unsupported(std::string(fn) + ": no compiled policy fits " + s.device().name + ": " + p.why);
+  if (r.policy >= 0) {
+    const archdb::plan::considered& forced = p.all[static_cast<std::size_t>(r.policy)];
+    if (!forced.fits)
+      return unsupported(std::string(fn) + ": rows.policy = " + std::to_string(r.policy) + " does not fit: " + forced.reason);
+    p.index = r.policy;
+  }
+  reduction::rows_call c;
+  c.s = &s;
+  c.kind = kind;
+  c.policy = p.index;
+  c.grid = reduction::segment_grid(s.device(), p, r.rows);
+  c.x = r.x;
+  c.y = r.y;
+  c.weight = w;
+  c.bias = b;
+  c.stat0 = stat0;
+  c.stat1 = stat1;
+  c.rows = r.rows;
+  c.cols = r.cols;
+  c.x_stride = r.x_row_stride < 0 ? r.cols : r.x_row_stride;
+  c.y_stride = r.y_row_stride < 0 ? r.cols : r.y_row_stride;
+  c.eps = eps;
+  c.correction = correction;
+  c.type_name = reduction::to_string(r.type);
+  switch (s.code_target()) {
+#define PK_DETAIL_DISPATCH(tg)                            \
+  case target::tg:                                        \
+    switch (r.type) {                                     \
+      case dtype::f64: return tg::impl::rows_f64(c);      \
+      case dtype::f32: return tg::impl::rows_f32(c);      \
+      case dtype::f16: return tg::impl::rows_f16(c);      \
+      case dtype::bf16: return tg::impl::rows_bf16(c);    \
+      default: break;                                     \
+    }                                                     \
+    break;
+    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
+#undef PK_DETAIL_DISPATCH
+    default: break;
+  }
+  return unsupported(std::string(fn) + ": target " + to_string(s.code_target()) + " is not built");
+}
+
+status norm(const stream& s, const norm_args& a, bool rms) {
+  const char* fn = rms ? "rms_norm" : "layer_norm";
+  const std::string f(fn);
+  PK_TRY(check_rows(fn, s, a.rows, true));
+  if (a.rows.rows == 0 || a.rows.cols == 0) return {};
+  if (a.weight == nullptr) return invalid_argument(f + ": weight: must not be null (cols elements)");
+  if (rms && a.bias != nullptr) return invalid_argument("rms_norm: bias: must be null (RMSNorm has no bias)");
+  if (rms && a.mean != nullptr) return invalid_argument("rms_norm: mean: must be null (RMSNorm has no mean)");
+  if (!(a.eps >= 0) || !std::isfinite(a.eps))
+    return invalid_argument(f + ": eps = " + std::to_string(a.eps) + ": must be finite and >= 0");
+  return run(s, rms ? row_kind::rms_norm : row_kind::layer_norm, rms ? row_op::rms_norm : row_op::layer_norm, fn,
+             a.rows, a.weight, a.bias, a.mean, a.rstd, a.eps, 0);
+}
+
+}  // namespace
+
+status softmax(const stream& s, const rows_desc& r) {
+  PK_TRY(check_rows("softmax", s, r, true));
+  if (r.rows == 0 || r.cols == 0) return {};
+  return run(s, row_kind::softmax, row_op::softmax, "softmax", r, nullptr, nullptr, nullptr, nullptr, 0, 0);
+}
+
+status log_softmax(const stream& s, const rows_desc& r) {
+  PK_TRY(check_rows("log_softmax", s, r, true));
+  if (r.rows == 0 || r.cols == 0) return {};
+  return run(s, row_kind::log_softmax, row_op::log_softmax, "log_softmax", r, nullptr, nullptr, nullptr, nullptr, 0, 0);
+}
+
+status layer_norm(const stream& s, const norm_args& a) { return norm(s, a, false); }
+status rms_norm(const stream& s, const norm_args& a) { return norm(s, a, true); }
+
+status row_mean_var(const stream& s, const rows_desc& r, void* mean, void* var, int correction) {
+  PK_TRY(check_rows("row_mean_var", s, r, false));
+  if (correction < 0)
+    return invalid_argument("row_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
+  if (r.rows == 0) return {};
+  if (mean == nullptr) return invalid_argument("row_mean_var: mean: must not be null");
+  if (var == nullptr) return invalid_argument("row_mean_var: var: must not be null");
+  return run(s, row_kind::mean_var, row_op::mean_var, "row_mean_var", r, nullptr, nullptr, mean, var, 0, correction);
+}
+
+}  // namespace pk

@@ -1,0 +1,24 @@
+// Fast transcendental functions for kernels that tolerate a few ulps (softmax probabilities rounded to
+// 16 bits afterwards): the hardware's approximate instructions on GPUs, the C library on the host.
+#pragma once
+#include <pk/portable/target.hpp>
+
+#include <cmath>
+
+PK_DETAIL_TARGET_BEGIN
+
+//! 2^x with at most 2 ulp error (CUDA ex2.approx.ftz.f32, AMD v_exp_f32); exp2(-inf) = 0, subnormal
+//! results may flush to 0.
+PK_DEVICE PK_FORCEINLINE float exp2_fast(float x) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+#elif defined(PK_DETAIL_BACKEND_HIP)
+  return __builtin_amdgcn_exp2f(x);
+#else
+  return std::exp2(x);
+#endif
+}
+
+PK_DETAIL_TARGET_END

@@ -1,0 +1,463 @@
+// Matrix-multiply atoms: one hardware matrix instruction each, D = A * B + C with fp32 accumulation,
+// executed by one warp (wavefront), with the instruction's exact thread -> value layout.
+//
+// Every atom gives its fragment layouts as constexpr functions of (lane, value index), in CuTe notation
+// (T = lanes, V = values per lane):
+//   A: (T, V_A) -> (M, K)   a_m(lane, v), a_k(lane, v)        A is M x K, K fastest in each run
+//   B: (T, V_B) -> (N, K)   b_n(lane, v), b_k(lane, v)        B is K x N ("tn": both operands K-major)
+//   C: (T, V_C) -> (M, N)   c_m(lane, v), c_n(lane, v)        accumulators, fp32
+// plus `a_run` / `b_run`: values that are consecutive in K (and consecutive in the fragment), so a
+// kernel can load them as one vector; `c_row_lanes`: a row of C is spread over the `c_row_lanes`
+// lanes that differ only in their low log2(c_row_lanes) bits (row reductions shuffle over those).
+//
+// On GPUs `mma()` is the instruction itself (inline PTX mma.sync, __builtin_amdgcn_mfma_*,
+// __builtin_amdgcn_wmma_*). On the host emulator it is a warp-wide collective (backend::host::
+// warp_custom): once every lane has arrived, the operands are gathered from every lane's registers
+// through the layout functions above, multiplied in fp32, and D is scattered back the same way; an
+// operand element that two lanes must hold identically (WMMA's duplicated A/B in wave32) but do not,
+// or one that no lane holds, makes the whole D NaN, so a layout mistake cannot pass a test.
+//
+// Atoms are class templates over the 16-bit input type so that only the selected atom's instruction is
+// ever instantiated (each builtin exists only on its own target); the named aliases are the atoms.
+#pragma once
+#include <pk/portable/numeric.hpp>
+#include <pk/portable/warp.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+PK_DETAIL_TARGET_BEGIN
+
+//! N values of T held by one lane: one operand or accumulator fragment of an atom.
+template <class T, int N>
+struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) fragment {
+  T v[N];
+  PK_HOST_DEVICE T& operator[](int i) noexcept { return v[i]; }
+  PK_HOST_DEVICE const T& operator[](int i) const noexcept { return v[i]; }
+};
+
+namespace impl {
+
+#if defined(PK_DETAIL_BACKEND_HOST)
+// Per-lane operand pointers handed to the warp-wide emulation.
+template <class Atom>
+struct mma_lane_io {
+  const typename Atom::a_frag* a;
+  const typename Atom::b_frag* b;
+  const typename Atom::c_frag* c;
+};
+
+// Places `value` at (r, col) of a row-major matrix; a second lane placing different bits there (an
+// operand the instruction requires to be duplicated) marks the operand inconsistent.
+template <class T>
+inline void emu_place(float* m, std::uint16_t* bits, unsigned char* seen, int idx, T value, bool& bad) {
+  std::uint16_t b;
+  std::memcpy(&b, &value, sizeof b);
+  if (seen[idx] && bits[idx] != b) bad = true;
+  seen[idx] = 1;
+  bits[idx] = b;
+  m[idx] = static_cast<float>(value);
+}
+
+// The warp-wide emulation of one atom (see the header comment).
+template <class Atom>
+void emulate_mma(const void*, int lanes, const void* const* in, void* const* out) {
+  constexpr int M = Atom::M, N = Atom::N, K = Atom::K;
+  float a[M * K], b[K * N], c[M * N];
+  std::uint16_t abits[M * K], bbits[K * N];
+  unsigned char aseen[M * K] = {}, bseen[K * N] = {}, cseen[M * N] = {};
+  bool bad = lanes < Atom::lanes;
+  for (int l = 0; l < lanes && l < Atom::lanes; ++l) {
+    const auto& io = *static_cast<const mma_lane_io<Atom>*>(in[l]);
+    for (int v = 0; v < Atom::a_vals; ++v)
+      emu_place(a, abits, aseen, Atom::a_m(l, v) * K + Atom::a_k(l, v), io.a->v[v], bad);
+    for (int v = 0; v < Atom::b_vals; ++v)
+      emu_place(b, bbits, bseen, Atom::b_k(l, v) * N + Atom::b_n(l, v), io.b->v[v], bad);
+    for (int v = 0; v < Atom::c_vals; ++v) {
+      const int idx = Atom::c_m(l, v) * N + Atom::c_n(l, v);
+      bad = bad || cseen[idx];
+      cseen[idx] = 1;
+      c[idx] = io.c->v[v];
+    }
+  }
+  for (int i = 0; i < M * K; ++i) bad = bad || !aseen[i];
+  for (int i = 0; i < K * N; ++i) bad = bad || !bseen[i];
+  for (int i = 0; i < M * N; ++i) bad = bad || !cseen[i];
+  float d[M * N];
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0.0f;  // products of 16-bit inputs are exact in fp32; the sum is fp32, in K order
+      for (int k = 0; k < K; ++k) acc += a[m * K + k] * b[k * N + n];
+      d[m * N + n] = bad ? __builtin_nanf("") : acc + c[m * N + n];
+    }
+  for (int l = 0; l < lanes && l < Atom::lanes; ++l) {
+    auto& dl = *static_cast<typename Atom::c_frag*>(out[l]);
+    for (int v = 0; v < Atom::c_vals; ++v) dl.v[v] = d[Atom::c_m(l, v) * N + Atom::c_n(l, v)];
+  }
+}
+
+template <class Atom>
+PK_FORCEINLINE void host_mma(typename Atom::c_frag& d, const typename Atom::a_frag& a,
+                             const typename Atom::b_frag& b, const typename Atom::c_frag& c, site s) {
+  const mma_lane_io<Atom> io{&a, &b, &c};
+  typename Atom::c_frag r;
+  backend::host::warp_custom(&emulate_mma<Atom>, nullptr, &io, &r, s);
+  d = r;
+}
+#endif
+
+}  // namespace impl
+
+
+// ---------------------------------------------------------------------------------------------------
+// Operand loads from shared memory. Every atom has
+//   load_a(a_frag&, tile, ld, lane)           A block (M x K) of a row-major tile [m][k] (K contiguous)
+//   load_b_nk(b_frag (&)[b_group], tile, ld)  b_group adjacent N blocks of a K-contiguous tile [n][k]
+//   load_b_kn(b_frag (&)[b_group], tile, ld)  the same from an N-contiguous tile [k][n]
+// with `ld` the row pitch in elements. The generic versions below read each lane's values through the
+// layout functions (runs of a_run / b_run consecutive K elements as one vector); an atom may use a
+// faster instruction with the same result (ldmatrix for mma.sync).
+namespace mma_load {
+template <class Atom, class T>
+PK_DEVICE PK_FORCEINLINE void a_generic(typename Atom::a_frag& f, const T* tile, int ld, int lane) {
+  constexpr int per = Atom::a_run < 8 ? Atom::a_run : 8;  // at most one 16-byte vector per load
+#pragma unroll
+  for (int v = 0; v < Atom::a_vals; v += per) {
+    const vec<T, per> x = load_vec<per>(tile + Atom::a_m(lane, v) * ld + Atom::a_k(lane, v));
+#pragma unroll
+    for (int e = 0; e < per; ++e) f.v[v + e] = x[e];
+  }
+}
+template <class Atom, class T>
+PK_DEVICE PK_FORCEINLINE void b_nk_generic(typename Atom::b_frag (&f)[Atom::b_group], const T* tile, int ld, int lane) {
+  constexpr int per = Atom::b_run < 8 ? Atom::b_run : 8;
+#pragma unroll
+  for (int g = 0; g < Atom::b_group; ++g)
+#pragma unroll
+    for (int v = 0; v < Atom::b_vals; v += per) {
+      const vec<T, per> x = load_vec<per>(tile + (g * Atom::N + Atom::b_n(lane, v)) * ld + Atom::b_k(lane, v));
+#pragma unroll
+      for (int e = 0; e < per; ++e) f[g].v[v + e] = x[e];
+    }
+}
+template <class Atom, class T>
+PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_group], const T* tile, int ld, int lane) {
+#pragma unroll
+  for (int g = 0; g < Atom::b_group; ++g)
+#pragma unroll
+    for (int v = 0; v < Atom::b_vals; ++v) f[g].v[v] = tile[Atom::b_k(lane, v) * ld + g * Atom::N + Atom::b_n(lane, v)];
+}
+}  // namespace mma_load
+
+//! Two floats rounded to nearest even into a packed pair of T (x in the low half), as one 32-bit value.
+template <class T>
+PK_DEVICE PK_FORCEINLINE std::uint32_t pack2(float x, float y) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  if constexpr (arch_mma == archdb::mma_family::mma_sync_m16n8k16) {
+    std::uint32_t r;
+    if constexpr (std::is_same_v<T, bf16>)
+      asm("cvt.rn.bf16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(x), "f"(y));
+    else
+      asm("cvt.rn.f16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(x), "f"(y));
+    return r;
+  }
+#endif
+  const T a(x), b(y);
+  return static_cast<std::uint32_t>(a.bits) | (static_cast<std::uint32_t>(b.bits) << 16);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// NVIDIA sm_80+: mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 (PTX ISA
+// "Matrix Fragments for mma.m16n8k16 with floating point type"). g = lane / 4, t = lane % 4.
+//   A (T32,V8) -> (M16,K16): m = g + 8*((v/2)%2), k = 2t + v%2 + 8*(v/4)   (a0..a7 in 4 .b32 regs)
+//   B (T32,V4) -> (N8,K16):  n = g,               k = 2t + v%2 + 8*(v/2)   (b0..b3 in 2 .b32 regs)
+//   C (T32,V4) -> (M16,N8):  m = g + 8*(v/2),     n = 2t + v%2             (c0..c3)
+template <class T>
+struct mma_sm80_16x8x16 {
+  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "mma.sync m16n8k16: bf16 or fp16 inputs");
+  using element = T;
+  static constexpr int M = 16, N = 8, K = 16, lanes = 32;
+  static constexpr int a_vals = 8, b_vals = 4, c_vals = 4;
+  static constexpr int a_run = 2, b_run = 2, c_row_lanes = 4;
+  using a_frag = fragment<T, a_vals>;
+  using b_frag = fragment<T, b_vals>;
+  using c_frag = fragment<float, c_vals>;
+  PK_HOST_DEVICE static constexpr int a_m(int l, int v) { return l / 4 + 8 * ((v / 2) % 2); }
+  PK_HOST_DEVICE static constexpr int a_k(int l, int v) { return 2 * (l % 4) + v % 2 + 8 * (v / 4); }
+  PK_HOST_DEVICE static constexpr int b_n(int l, int) { return l / 4; }
+  PK_HOST_DEVICE static constexpr int b_k(int l, int v) { return 2 * (l % 4) + v % 2 + 8 * (v / 2); }
+  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return l / 4 + 8 * (v / 2); }
+  PK_HOST_DEVICE static constexpr int c_n(int l, int v) { return 2 * (l % 4) + v % 2; }
+
+  PK_DEVICE static void mma(c_frag& d, const a_frag& a, const b_frag& b, const c_frag& c,
+                            impl::site s = impl::site::current("mma.sync m16n8k16")) {
+#if defined(PK_DETAIL_BACKEND_HOST)
+    impl::host_mma<mma_sm80_16x8x16>(d, a, b, c, s);
+#elif defined(PK_DETAIL_BACKEND_CUDA)
+    (void)s;
+    const auto* ar = reinterpret_cast<const std::uint32_t*>(a.v);
+    const auto* br = reinterpret_cast<const std::uint32_t*>(b.v);
+    if constexpr (std::is_same_v<T, bf16>) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%10,%11,%12,%13};\n"
+          : "=f"(d.v[0]), "=f"(d.v[1]), "=f"(d.v[2]), "=f"(d.v[3])
+          : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(c.v[0]), "f"(c.v[1]),
+            "f"(c.v[2]), "f"(c.v[3]));
+    } else {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%10,%11,%12,%13};\n"
+          : "=f"(d.v[0]), "=f"(d.v[1]), "=f"(d.v[2]), "=f"(d.v[3])
+          : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(c.v[0]), "f"(c.v[1]),
+            "f"(c.v[2]), "f"(c.v[3]));
+    }
+#else
+    (void)d, (void)a, (void)b, (void)c, (void)s;
+    static_assert(sizeof(T) == 0, "mma.sync exists only on NVIDIA targets");
+#endif
+  }
+
+  // ldmatrix.x4 (PTX ISA "Warp-level matrix load instruction: ldmatrix"): lane l gives the address of row
+  // l%8 of 8x8 matrix l/8; lane l receives, of matrix j, row l/4, columns 2(l%4)..+1 into register j
+  // (.trans: column l/4, rows 2(l%4)..+1). The matrix order below makes the registers the A / B fragments.
+  static constexpr int b_group = 2;
+  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+    // matrices: (m 0-7, k 0-7) (m 8-15, k 0-7) (m 0-7, k 8-15) (m 8-15, k 8-15)
+    const T* p = tile + (lane % 16) * ld + 8 * (lane / 16);
+    ldmatrix_x4<false>(reinterpret_cast<std::uint32_t*>(f.v), p);
+#else
+    mma_load::a_generic<mma_sm80_16x8x16>(f, tile, ld, lane);
+#endif
+  }
+  PK_DEVICE static void load_b_nk(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+    // matrices: (n 0-7, k 0-7) (n 0-7, k 8-15) (n 8-15, k 0-7) (n 8-15, k 8-15)
+    const T* p = tile + ((lane % 8) + 8 * (lane / 16)) * ld + 8 * ((lane / 8) % 2);
+    std::uint32_t r[4];
+    ldmatrix_x4<false>(r, p);
+    std::memcpy(f[0].v, r, 8);
+    std::memcpy(f[1].v, r + 2, 8);
+#else
+    mma_load::b_nk_generic<mma_sm80_16x8x16>(f, tile, ld, lane);
+#endif
+  }
+  PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+    // transposed matrices: (k 0-7, n 0-7) (k 8-15, n 0-7) (k 0-7, n 8-15) (k 8-15, n 8-15)
+    const T* p = tile + (lane % 16) * ld + 8 * (lane / 16);
+    std::uint32_t r[4];
+    ldmatrix_x4<true>(r, p);
+    std::memcpy(f[0].v, r, 8);
+    std::memcpy(f[1].v, r + 2, 8);
+#else
+    mma_load::b_kn_generic<mma_sm80_16x8x16>(f, tile, ld, lane);
+#endif
+  }
+
+ private:
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  template <bool Trans>
+  PK_DEVICE static void ldmatrix_x4(std::uint32_t* r, const T* p) {
+    const auto a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    if constexpr (Trans)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(a));
+    else
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "r"(a));
+  }
+#endif
+};
+using mma_sm80_16x8x16_f32bf16bf16f32_tn = mma_sm80_16x8x16<bf16>;
+using mma_sm80_16x8x16_f32f16f16f32_tn = mma_sm80_16x8x16<fp16>;
+
+// ---------------------------------------------------------------------------------------------------
+// AMD CDNA2/CDNA3 (gfx90a, gfx942), wave64: v_mfma_f32_32x32x8_{bf16 (the "_1k" encoding), f16}
+// (AMD Matrix Instruction Calculator; CDNA3 ISA §7.1). h = lane / 32.
+//   A (T64,V4) -> (M32,K8): m = lane%32, k = 4h + v
+//   B (T64,V4) -> (N32,K8): n = lane%32, k = 4h + v
+//   C (T64,V16) -> (M32,N32): m = 8*(v/4) + 4h + v%4, n = lane%32
+template <class T>
+struct mma_cdna_32x32x8 {
+  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "MFMA 32x32x8: bf16 or fp16 inputs");
+  using element = T;
+  static constexpr int M = 32, N = 32, K = 8, lanes = 64;
+  static constexpr int a_vals = 4, b_vals = 4, c_vals = 16;
+  static constexpr int a_run = 4, b_run = 4, c_row_lanes = 32;
+  using a_frag = fragment<T, a_vals>;
+  using b_frag = fragment<T, b_vals>;
+  using c_frag = fragment<float, c_vals>;
+  PK_HOST_DEVICE static constexpr int a_m(int l, int) { return l % 32; }
+  PK_HOST_DEVICE static constexpr int a_k(int l, int v) { return 4 * (l / 32) + v; }
+  PK_HOST_DEVICE static constexpr int b_n(int l, int) { return l % 32; }
+  PK_HOST_DEVICE static constexpr int b_k(int l, int v) { return 4 * (l / 32) + v; }
+  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return 8 * (v / 4) + 4 * (l / 32) + v % 4; }
+  PK_HOST_DEVICE static constexpr int c_n(int l, int) { return l % 32; }
+
+  PK_DEVICE static void mma(c_frag& d, const a_frag& a, const b_frag& b, const c_frag& c,
+                            impl::site s = impl::site::current("mfma 32x32x8")) {
+#if defined(PK_DETAIL_BACKEND_HOST)
+    impl::host_mma<mma_cdna_32x32x8>(d, a, b, c, s);
+#elif defined(PK_DETAIL_BACKEND_HIP)
+    (void)s;
+    using f32x16 = float __attribute__((ext_vector_type(16)));
+    f32x16 acc = __builtin_bit_cast(f32x16, c);
+    if constexpr (std::is_same_v<T, bf16>) {
+      using i16x4 = short __attribute__((ext_vector_type(4)));
+      acc = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(__builtin_bit_cast(i16x4, a), __builtin_bit_cast(i16x4, b), acc,
+                                                      0, 0, 0);
+    } else {
+      using f16x4 = _Float16 __attribute__((ext_vector_type(4)));
+      acc = __builtin_amdgcn_mfma_f32_32x32x8f16(__builtin_bit_cast(f16x4, a), __builtin_bit_cast(f16x4, b), acc, 0,
+                                                 0, 0);
+    }
+    d = __builtin_bit_cast(c_frag, acc);
+#else
+    (void)d, (void)a, (void)b, (void)c, (void)s;
+    static_assert(sizeof(T) == 0, "MFMA exists only on AMD CDNA targets");
+#endif
+  }
+
+  static constexpr int b_group = 1;
+  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) { mma_load::a_generic<mma_cdna_32x32x8>(f, tile, ld, lane); }
+  PK_DEVICE static void load_b_nk(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+    mma_load::b_nk_generic<mma_cdna_32x32x8>(f, tile, ld, lane);
+  }
+  PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+    mma_load::b_kn_generic<mma_cdna_32x32x8>(f, tile, ld, lane);
+  }
+};
+using mma_cdna_32x32x8_f32bf16bf16f32 = mma_cdna_32x32x8<bf16>;
+using mma_cdna_32x32x8_f32f16f16f32 = mma_cdna_32x32x8<fp16>;
+
+// ---------------------------------------------------------------------------------------------------
+// AMD RDNA3 (gfx1100), wave32: v_wmma_f32_16x16x16_{bf16,f16} (RDNA3 ISA §7.9; AMD GPUOpen "How to
+// accelerate AI applications on RDNA 3 using WMMA"). A and B are duplicated: lanes 16-31 must hold the
+// same values as lanes 0-15. h = lane / 16.
+//   A (T32,V16) -> (M16,K16): m = lane%16, k = v          (lanes l and l+16 identical)
+//   B (T32,V16) -> (N16,K16): n = lane%16, k = v          (lanes l and l+16 identical)
+//   C (T32,V8)  -> (M16,N16): m = 2v + h,  n = lane%16
+template <class T>
+struct mma_rdna3_16x16x16 {
+  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "WMMA 16x16x16: bf16 or fp16 inputs");
+  using element = T;
+  static constexpr int M = 16, N = 16, K = 16, lanes = 32;
+  static constexpr int a_vals = 16, b_vals = 16, c_vals = 8;
+  static constexpr int a_run = 16, b_run = 16, c_row_lanes = 16;
+  using a_frag = fragment<T, a_vals>;
+  using b_frag = fragment<T, b_vals>;
+  using c_frag = fragment<float, c_vals>;
+  PK_HOST_DEVICE static constexpr int a_m(int l, int) { return l % 16; }
+  PK_HOST_DEVICE static constexpr int a_k(int, int v) { return v; }
+  PK_HOST_DEVICE static constexpr int b_n(int l, int) { return l % 16; }
+  PK_HOST_DEVICE static constexpr int b_k(int, int v) { return v; }
+  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return 2 * v + l / 16; }
+  PK_HOST_DEVICE static constexpr int c_n(int l, int) { return l % 16; }
+
+  PK_DEVICE static void mma(c_frag& d, const a_frag& a, const b_frag& b, const c_frag& c,
+                            impl::site s = impl::site::current("wmma 16x16x16")) {
+#if defined(PK_DETAIL_BACKEND_HOST)
+    impl::host_mma<mma_rdna3_16x16x16>(d, a, b, c, s);
+#elif defined(PK_DETAIL_BACKEND_HIP)
+    (void)s;
+    using f32x8 = float __attribute__((ext_vector_type(8)));
+    f32x8 acc = __builtin_bit_cast(f32x8, c);
+    if constexpr (std::is_same_v<T, bf16>) {
+      using i16x16 = short __attribute__((ext_vector_type(16)));
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(i16x16, a), __builtin_bit_cast(i16x16, b),
+                                                         acc);
+    } else {
+      using f16x16 = _Float16 __attribute__((ext_vector_type(16)));
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(f16x16, a), __builtin_bit_cast(f16x16, b),
+                                                        acc);
+    }
+    d = __builtin_bit_cast(c_frag, acc);
+#else
+    (void)d, (void)a, (void)b, (void)c, (void)s;
+    static_assert(sizeof(T) == 0, "WMMA exists only on AMD RDNA3 targets");
+#endif
+  }
+
+  static constexpr int b_group = 1;
+  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) { mma_load::a_generic<mma_rdna3_16x16x16>(f, tile, ld, lane); }
+  PK_DEVICE static void load_b_nk(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+    mma_load::b_nk_generic<mma_rdna3_16x16x16>(f, tile, ld, lane);
+  }
+  PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
+    mma_load::b_kn_generic<mma_rdna3_16x16x16>(f, tile, ld, lane);
+  }
+};
+using mma_rdna3_16x16x16_f32bf16bf16f32 = mma_rdna3_16x16x16<bf16>;
+using mma_rdna3_16x16x16_f32f16f16f32 = mma_rdna3_16x16x16<fp16>;
+
+//! The atom the portable tiled kernels use on this target, chosen by the archdb feature predicate
+//! pk::arch_mma. The CUDA/HIP host pass (arch generic, no device code) gets the sm_80 atom as a
+//! placeholder so that templates still parse there.
+template <class T>
+using arch_mma_atom =
+    std::conditional_t<arch_mma == archdb::mma_family::mfma_cdna2 || arch_mma == archdb::mma_family::mfma_cdna3 ||
+                           arch_mma == archdb::mma_family::mfma_cdna4,
+                       mma_cdna_32x32x8<T>,
+                       std::conditional_t<arch_mma == archdb::mma_family::wmma_rdna3, mma_rdna3_16x16x16<T>,
+                                          mma_sm80_16x8x16<T>>>;
+
+namespace mma_layout {
+//! True when the `run` values starting at each multiple of `run` are consecutive in K (A operand).
+template <class Atom>
+constexpr bool a_runs_contiguous() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::a_vals; ++v)
+      if (v % Atom::a_run != 0 && (Atom::a_k(l, v) != Atom::a_k(l, v - 1) + 1 || Atom::a_m(l, v) != Atom::a_m(l, v - 1)))
+        return false;
+  return true;
+}
+template <class Atom>
+constexpr bool b_runs_contiguous() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::b_vals; ++v)
+      if (v % Atom::b_run != 0 && (Atom::b_k(l, v) != Atom::b_k(l, v - 1) + 1 || Atom::b_n(l, v) != Atom::b_n(l, v - 1)))
+        return false;
+  return true;
+}
+//! True when value v of C lies on the same row in the c_row_lanes lanes that differ only in their low
+//! bits (so a row statistic of value v reduces with xor shuffles over those lanes).
+template <class Atom>
+constexpr bool c_rows_in_low_lane_bits() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::c_vals; ++v)
+      for (int x = 1; x < Atom::c_row_lanes; ++x)
+        if (Atom::c_m(l ^ x, v) != Atom::c_m(l, v)) return false;
+  return true;
+}
+//! When the accumulators of K/N adjacent C tiles are, in the same lane, exactly the A operand of the
+//! next product (mma.sync: the FlashAttention-2 register reuse of P), `c_to_a_tile(v)` / `c_to_a_val(v)`
+//! say which C tile and value feed A value v; otherwise c_feeds_a() is false and P goes through memory.
+template <class Atom>
+constexpr int c_to_a_tile(int v) { return Atom::a_k(0, v) / Atom::N; }
+template <class Atom>
+constexpr int c_to_a_val(int v) {
+  for (int w = 0; w < Atom::c_vals; ++w)
+    if (Atom::c_m(0, w) == Atom::a_m(0, v) && Atom::c_n(0, w) == Atom::a_k(0, v) % Atom::N) return w;
+  return -1;
+}
+template <class Atom>
+constexpr bool c_feeds_a() {
+  if (Atom::K % Atom::N != 0) return false;
+  for (int v = 0; v < Atom::a_vals; ++v) {
+    const int w = c_to_a_val<Atom>(v);
+    if (w < 0) return false;
+    for (int l = 0; l < Atom::lanes; ++l)
+      if (Atom::c_m(l, w) != Atom::a_m(l, v) || Atom::c_n(l, w) != Atom::a_k(l, v) % Atom::N ||
+          Atom::a_k(l, v) / Atom::N != c_to_a_tile<Atom>(v))
+        return false;
+  }
+  return true;
+}
+}  // namespace mma_layout
+
+PK_DETAIL_TARGET_END

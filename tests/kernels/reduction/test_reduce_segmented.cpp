@@ -1,0 +1,237 @@
+// Segmented reduce and reduce along an axis of a strided tensor, on every backend: every op x dtype,
+// empty and one-element segments, every per-segment policy (a warp per segment and a block per
+// segment), the last axis and non-contiguous axes; outputs poisoned, every element checked exactly.
+#include "reduce_test_util.hpp"
+
+namespace pk::test {
+namespace {
+using namespace red;
+
+class ReduceSegmented : public ::testing::TestWithParam<backend_param> {};
+
+constexpr reduce_op all_ops[] = {reduce_op::sum, reduce_op::prod, reduce_op::min,
+                                 reduce_op::max, reduce_op::argmin, reduce_op::argmax};
+
+// Segment lengths: empty, one element, warp and block boundaries, a prime tail; offsets start at 3
+// so that segments are misaligned in every way.
+const std::vector<std::int64_t> seg_lengths = {0, 1, 31, 32, 33, 0, 64, 65, 1, 255, 256, 257, 0, 1023, 1025, 4099, 7};
+
+template <class T, class Out>
+void check_outputs(const std::vector<Out>& got, const std::vector<T>& h, reduce_op op,
+                   const std::vector<std::int64_t>& offsets) {
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const T* x = h.data() + offsets[i];
+    const std::int64_t len = offsets[i + 1] - offsets[i];
+    if (op == reduce_op::argmin || op == reduce_op::argmax) {
+      ASSERT_EQ(static_cast<std::int64_t>(got[i]), ref_index(op, x, len)) << "segment " << i << " length " << len;
+    } else if constexpr (std::is_same_v<Out, T>) {
+      const T want = ref_value(op, x, len);
+      ASSERT_TRUE(same(got[i], want)) << "segment " << i << " length " << len << " got " << show(got[i]) << " want "
+                                      << show(want);
+    }
+  }
+}
+
+template <class T>
+void check_segmented(const stream& s, reduce_op op, std::uint64_t sd, int policy) {
+  SCOPED_TRACE(std::string(to_string(op)) + " " + reduction::to_string(reduction::dtype_of<T>) + " policy " +
+               std::to_string(policy));
+  std::vector<std::int64_t> offsets = {3};
+  for (std::int64_t l : seg_lengths) offsets.push_back(offsets.back() + l);
+  const auto h = gen<T>(op, static_cast<std::size_t>(offsets.back() + 5), sd);
+  auto in = upload_padded(s, h);
+  device_buffer<std::int64_t> off;
+  ASSERT_TRUE(off.allocate(s, offsets.size()));
+  ASSERT_TRUE(off.upload(offsets));
+  const std::int64_t segs = static_cast<std::int64_t>(seg_lengths.size());
+  reduce_options opt;
+  opt.policy = policy;
+  const auto run = [&](auto poison_value) {
+    using Out = decltype(poison_value);
+    device_buffer<Out> out;
+    ASSERT_TRUE(out.allocate(s, seg_lengths.size() + 1));
+    std::vector<Out> p(seg_lengths.size() + 1, poison_value);
+    ASSERT_TRUE(out.upload(p));
+    const status st = segmented_reduce(s, op, reduction::dtype_of<T>, in.data(), segs, off.data(), out.data(), opt);
+    ASSERT_TRUE(st) << st.to_string();
+    ASSERT_TRUE(synchronize(s));
+    std::vector<Out> r;
+    ASSERT_TRUE(out.download(r));
+    check_outputs(r, h, op, offsets);
+    ASSERT_TRUE(same(r.back(), poison_value)) << "wrote past the last segment";
+  };
+  if (op == reduce_op::argmin || op == reduce_op::argmax) {
+    run(std::int64_t{-7});
+  } else {
+    run(poison<T>());
+  }
+}
+
+template <class T>
+void segmented_all_ops(const stream& s, std::uint64_t sd) {
+  for (reduce_op op : all_ops) {
+    if (!arith(reduction::dtype_of<T>) && (op == reduce_op::sum || op == reduce_op::prod)) continue;
+    for (int policy = 0; policy < static_cast<int>(reduction::segment_candidates.size()); ++policy) {
+      check_segmented<T>(s, op, sd, policy);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(ReduceSegmented, EveryOpEveryTypeEveryPolicy) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  segmented_all_ops<double>(s, sd);
+  segmented_all_ops<float>(s, sd);
+  segmented_all_ops<fp16>(s, sd);
+  segmented_all_ops<bf16>(s, sd);
+  segmented_all_ops<std::int32_t>(s, sd);
+  segmented_all_ops<std::int64_t>(s, sd);
+  segmented_all_ops<std::int8_t>(s, sd);
+  segmented_all_ops<std::uint8_t>(s, sd);
+}
+
+// A [d0, d1, d2] tensor with padded strides (rows of d2 + 3, planes of d1 * (d2 + 3) + 5): reduce
+// along each axis; the output has its own padded strides and is poisoned, every element checked.
+template <class T>
+void check_axis(const stream& s, reduce_op op, int axis, std::int64_t d0, std::int64_t d1, std::int64_t d2,
+                std::uint64_t sd) {
+  SCOPED_TRACE(std::string(to_string(op)) + " " + reduction::to_string(reduction::dtype_of<T>) + " axis " +
+               std::to_string(axis) + " shape " + std::to_string(d0) + "x" + std::to_string(d1) + "x" +
+               std::to_string(d2));
+  const std::int64_t st2 = 1, st1 = d2 + 3, st0 = d1 * st1 + 5;
+  const auto h = gen<T>(op, static_cast<std::size_t>(d0 * st0 + 1), sd);
+  auto in = upload_padded(s, h);
+  tensor_view iv;
+  iv.data = in.data();
+  iv.type = reduction::dtype_of<T>;
+  iv.rank = 3;
+  const std::int64_t shape[3] = {d0, d1, d2}, stride[3] = {st0, st1, st2};
+  for (int d = 0; d < 3; ++d) {
+    iv.shape[d] = shape[d];
+    iv.stride[d] = stride[d];
+  }
+  const bool arg = op == reduce_op::argmin || op == reduce_op::argmax;
+  // Output [a, b] (the two remaining dims), row stride b + 2.
+  std::int64_t a = 0, b = 0, ia = 0, ib = 0;
+  for (int d = 0, o = 0; d < 3; ++d) {
+    if (d == axis) continue;
+    (o == 0 ? a : b) = shape[d];
+    (o == 0 ? ia : ib) = stride[d];
+    ++o;
+  }
+  const std::int64_t ob = b + 2;
+  tensor_view ov;
+  ov.type = arg ? dtype::i64 : reduction::dtype_of<T>;
+  ov.rank = 2;
+  ov.shape[0] = a;
+  ov.shape[1] = b;
+  ov.stride[0] = ob;
+  ov.stride[1] = 1;
+  const std::size_t out_n = static_cast<std::size_t>(a * ob);
+  const auto run = [&](auto poison_value) {
+    using Out = decltype(poison_value);
+    device_buffer<Out> out;
+    ASSERT_TRUE(out.allocate(s, out_n));
+    ASSERT_TRUE(out.upload(std::vector<Out>(out_n, poison_value)));
+    ov.data = out.data();
+    const status st = reduce_axis(s, op, iv, axis, ov);
+    ASSERT_TRUE(st) << st.to_string();
+    ASSERT_TRUE(synchronize(s));
+    std::vector<Out> r;
+    ASSERT_TRUE(out.download(r));
+    for (std::int64_t i = 0; i < a; ++i)
+      for (std::int64_t j = 0; j < ob; ++j) {
+        const Out g = r[static_cast<std::size_t>(i * ob + j)];
+        if (j >= b) {
+          ASSERT_TRUE(same(g, poison_value)) << "wrote into the output's padding";
+          continue;
+        }
+        const T* x = h.data() + i * ia + j * ib;
+        if (arg) {
+          ASSERT_EQ(static_cast<std::int64_t>(g), ref_index(op, x, shape[axis], stride[axis])) << i << "," << j;
+        } else if constexpr (std::is_same_v<Out, T>) {
+          const T want = ref_value(op, x, shape[axis], stride[axis]);
+          ASSERT_TRUE(same(g, want)) << i << "," << j << " got " << show(g) << " want " << show(want);
+        }
+      }
+  };
+  if (arg) {
+    run(std::int64_t{-7});
+  } else {
+    run(poison<T>());
+  }
+}
+
+TEST_P(ReduceSegmented, AlongEachAxisOfAStridedTensor) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  for (int axis = 0; axis < 3; ++axis) {
+    check_axis<float>(s, reduce_op::sum, axis, 3, 5, 257, sd);
+    check_axis<bf16>(s, reduce_op::argmax, axis, 4, 33, 65, sd);
+    check_axis<std::int8_t>(s, reduce_op::min, axis, 2, 7, 1025, sd);
+    check_axis<std::int64_t>(s, reduce_op::prod, axis, 3, 31, 9, sd);
+    check_axis<double>(s, reduce_op::argmin, axis, 1, 1, 33, sd);
+    check_axis<fp16>(s, reduce_op::max, axis, 2, 64, 1, sd);
+  }
+  // An empty reduced axis (identities everywhere) and a reduced axis of length 1.
+  check_axis<float>(s, reduce_op::prod, 2, 2, 3, 0, sd);
+  check_axis<std::int32_t>(s, reduce_op::argmax, 1, 2, 1, 31, sd);
+}
+
+TEST_P(ReduceSegmented, BadArgumentsNameTheArgument) {
+  PK_TEST_STREAM(GetParam(), s);
+  device_buffer<float> buf;
+  ASSERT_TRUE(buf.allocate(s, 64));
+  device_buffer<std::int64_t> off;
+  ASSERT_TRUE(off.allocate(s, 3));
+  const auto expect = [](const status& st, errc code, const char* needle) {
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+  };
+  expect(segmented_reduce(s, reduce_op::sum, dtype::f32, buf.data(), 2, nullptr, buf.data()), errc::invalid_argument,
+         "offsets");
+  expect(segmented_reduce(s, reduce_op::sum, dtype::f32, buf.data(), -1, off.data(), buf.data()),
+         errc::invalid_argument, "segments = -1");
+  expect(segmented_reduce(s, reduce_op::sum, dtype::f32, nullptr, 2, off.data(), buf.data()), errc::invalid_argument,
+         "in:");
+  expect(segmented_reduce(s, reduce_op::sum, dtype::f32, buf.data(), 2, off.data(), nullptr), errc::invalid_argument,
+         "out:");
+  expect(segmented_reduce(s, reduce_op::prod, dtype::i8, buf.data(), 2, off.data(), buf.data()), errc::unsupported,
+         "type i8");
+  tensor_view in;
+  in.data = buf.data();
+  in.rank = 2;
+  in.shape[0] = 4;
+  in.shape[1] = 8;
+  in.stride[0] = 8;
+  in.stride[1] = 1;
+  tensor_view out;
+  out.data = buf.data();
+  out.rank = 1;
+  out.shape[0] = 4;
+  out.stride[0] = 1;
+  expect(reduce_axis(s, reduce_op::sum, in, 2, out), errc::invalid_argument, "axis = 2");
+  expect(reduce_axis(s, reduce_op::argmax, in, 1, out), errc::invalid_argument, "out.type");
+  out.shape[0] = 5;
+  expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "out.shape[0] = 5");
+  out.shape[0] = 4;
+  out.rank = 2;
+  expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "out.rank");
+  out.rank = 1;
+  in.stride[1] = -1;
+  expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "in.stride[1]");
+  in.stride[1] = 1;
+  in.rank = 5;
+  expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "in.rank");
+  in.rank = 2;
+  in.data = nullptr;
+  expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "in.data");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReduceSegmented, ::testing::ValuesIn(all_backends()), param_name);
+
+}  // namespace
+}  // namespace pk::test

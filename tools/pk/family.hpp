@@ -1,0 +1,75 @@
+// pk command-line tool: the interface a kernel family implements to appear under `pk plan`, `pk tune`,
+// `pk run` and `pk candidates`. Adding a family is one line in families.cpp.
+#pragma once
+#include <pk/archdb/planner.hpp>
+#include <pk/runtime.hpp>
+#include <pk/status.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pk::tool {
+
+//! One compiled kernel instance as the resource check sees it (`pk candidates`).
+struct manifest_entry {
+  std::string family;
+  std::string candidate;        //!< policy name, as in plans and the tuning cache
+  std::string instance;         //!< candidate + dtype, e.g. "reduce_b256_i16_v4_f32"
+  std::string symbol;           //!< a substring of the mangled kernel name (Itanium ABI, nvcc and clang)
+  archdb::kernel_resources planned;  //!< what the planner assumes (dynamic smem is the planned one)
+  bool declares_spills = false;
+};
+
+//! Result of `pk run`: the check against the CPU reference.
+struct verification {
+  bool pass = false;
+  nlohmann::json detail;  //!< reference, result, error, bound and how the bound was derived
+};
+
+//! A kernel family as the tool drives it. One object per (verb, family) subcommand: the problem options
+//! are bound to its members.
+class family {
+ public:
+  virtual ~family() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual std::string summary() const = 0;
+  //! Adds the problem options (sizes, dtype, ...) to a verb's subcommand.
+  virtual void add_problem_options(CLI::App& cmd) = 0;
+  //! Checks and normalizes the parsed options.
+  virtual status validate() = 0;
+  //! The problem as text ("n=100000000 dtype=f32") and as JSON.
+  [[nodiscard]] virtual std::string problem_text() const = 0;
+  [[nodiscard]] virtual nlohmann::json problem_json() const = 0;
+
+  //! The plan the library uses on `d` (the tuning cache consulted as the library does).
+  [[nodiscard]] virtual archdb::plan plan(const archdb::device_desc& d) const = 0;
+  //! The tuning-cache key of the problem on `d`.
+  [[nodiscard]] virtual archdb::tuning_key tuning_key(const archdb::device_desc& d) const = 0;
+  //! The instances compiled for `a` (every dtype), for the resource check.
+  [[nodiscard]] virtual std::vector<manifest_entry> manifest(archdb::arch a) const = 0;
+
+  //! Allocates inputs on `s`, fills them with fresh random data from `seed` and computes the CPU
+  //! reference in double.
+  virtual status prepare(const stream& s, std::uint64_t seed) = 0;
+  //! Enqueues one run: policy `index`, or the library's own plan when index < 0.
+  virtual status launch(const stream& s, int index) = 0;
+  //! Reads the result of the last run and compares it with the reference; `p` is the plan that ran.
+  virtual status verify(const stream& s, const archdb::plan& p, verification& out) = 0;
+  //! Bytes moved by one run (for the bandwidth figure), 0 if not meaningful.
+  [[nodiscard]] virtual double bytes_moved() const = 0;
+};
+
+struct family_registration {
+  const char* name;
+  std::unique_ptr<family> (*make)();
+};
+
+//! Every family this build of the tool knows, in display order.
+const std::vector<family_registration>& families();
+
+}  // namespace pk::tool

@@ -1,0 +1,245 @@
+// `pk plan|run|candidates attention` (and `pk tune attention`, which reports that the library has no
+// policy override yet): attention forward (pk::attention_forward) on contiguous [batch, seqlen, heads,
+// head_dim] tensors.
+#include "family.hpp"
+
+#if __has_include(<pk/attention/attention.hpp>)
+#include <pk/attention/attention.hpp>
+#include <pk/attention/attention_policy.hpp>
+#include <pk/portable/numeric.hpp>
+
+#include "../../kernels/attention/reference/attention_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace pk::tool {
+namespace {
+
+struct attn_dtype {
+  const char* name;
+  dtype type;
+  const char* mangled;  //!< Itanium mangling of T inside a pk:: kernel name (pk::bf16 is "NS_4bf16E": S_ = pk)
+};
+constexpr attn_dtype attn_dtypes[] = {{"bf16", dtype::bf16, "NS_4bf16E"}, {"f16", dtype::f16, "NS_4fp16E"}};
+// The head dims with compiled instances (kernels/attention/CMakeLists.txt).
+constexpr int head_dims[] = {32, 64, 96, 128, 192, 256};
+
+std::uint16_t to_bits(dtype t, float f) {
+  return t == dtype::bf16 ? pk::detail::float_to_bf16_bits(f) : pk::detail::float_to_fp16_bits(f);
+}
+float from_bits(dtype t, std::uint16_t b) {
+  return t == dtype::bf16 ? pk::detail::bf16_bits_to_float(b) : pk::detail::fp16_bits_to_float(b);
+}
+float round_to(dtype t, float f) { return from_bits(t, to_bits(t, f)); }
+
+class attention_family final : public family {
+ public:
+  [[nodiscard]] std::string name() const override { return "attention"; }
+  [[nodiscard]] std::string summary() const override {
+    return "attention forward (pk::attention_forward), [batch, seqlen, heads, head_dim] bf16/f16";
+  }
+
+  void add_problem_options(CLI::App& cmd) override {
+    cmd.add_option("--dtype", dtype_, "bf16 or f16")->capture_default_str();
+    cmd.add_option("--batch", pb_.batch, "batch size")->capture_default_str();
+    cmd.add_option("--heads", pb_.heads_q, "query heads")->capture_default_str();
+    cmd.add_option("--heads-kv", heads_kv_, "key/value heads (default: --heads)");
+    cmd.add_option("--head-dim", pb_.head_dim, "head dimension (32, 64, 96, 128, 192, 256)")->capture_default_str();
+    cmd.add_option("--seqlen-q", pb_.seqlen_q, "query length")->capture_default_str();
+    cmd.add_option("--seqlen-k", seqlen_k_, "key length (default: --seqlen-q)");
+    cmd.add_flag("--causal", pb_.causal, "causal mask (bottom-right aligned)");
+    cmd.add_option("--window-left", pb_.window_left, "sliding window, keys before the diagonal (-1: none)");
+    cmd.add_option("--window-right", pb_.window_right, "sliding window, keys after the diagonal (-1: none)");
+  }
+
+  status validate() override {
+    dt_ = nullptr;
+    for (const auto& d : attn_dtypes)
+      if (dtype_ == d.name) dt_ = &d;
+    if (!dt_) return unsupported("--dtype " + dtype_ + ": attention supports bf16, f16");
+    pb_.type = dt_->type;
+    pb_.heads_kv = heads_kv_ > 0 ? heads_kv_ : pb_.heads_q;
+    pb_.seqlen_k = seqlen_k_ > 0 ? seqlen_k_ : pb_.seqlen_q;
+    if (pb_.batch < 1 || pb_.heads_q < 1 || pb_.heads_kv < 1 || pb_.seqlen_q < 1 || pb_.seqlen_k < 1)
+      return invalid_argument("--batch, --heads, --heads-kv, --seqlen-q, --seqlen-k: must be >= 1");
+    if (pb_.heads_q % pb_.heads_kv != 0)
+      return invalid_argument("--heads " + std::to_string(pb_.heads_q) + ": must be a multiple of --heads-kv " +
+                              std::to_string(pb_.heads_kv));
+    return {};
+  }
+
+  [[nodiscard]] std::string problem_text() const override {
+    return "dtype=" + dtype_ + " batch=" + std::to_string(pb_.batch) + " heads=" + std::to_string(pb_.heads_q) + "/" +
+           std::to_string(pb_.heads_kv) + " d=" + std::to_string(pb_.head_dim) + " seqlen_q=" + std::to_string(pb_.seqlen_q) +
+           " seqlen_k=" + std::to_string(pb_.seqlen_k) + (pb_.causal ? " causal" : "");
+  }
+  [[nodiscard]] nlohmann::json problem_json() const override {
+    return {{"dtype", dtype_},           {"batch", pb_.batch},       {"heads_q", pb_.heads_q},
+            {"heads_kv", pb_.heads_kv},  {"head_dim", pb_.head_dim}, {"seqlen_q", pb_.seqlen_q},
+            {"seqlen_k", pb_.seqlen_k},  {"causal", pb_.causal},     {"window_left", pb_.window_left},
+            {"window_right", pb_.window_right}};
+  }
+
+  [[nodiscard]] archdb::plan plan(const archdb::device_desc& d) const override { return plan_attention(d, pb_); }
+  [[nodiscard]] archdb::tuning_key tuning_key(const archdb::device_desc& d) const override {
+    return archdb::tuning_key_of(d, "attention", plan(d), "d" + std::to_string(pb_.head_dim));
+  }
+
+  [[nodiscard]] std::vector<manifest_entry> manifest(archdb::arch a) const override {
+    // The kernel is attn_fwd_kernel<T, D, BM, BN, Threads, Stages> (kernels/attention/include/pk/
+    // attention/detail/attention_agent.hpp): "attn_fwd_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<Threads>ELi<S>E".
+    // Planned resources: plan_attention's candidates on a device of the arch (dynamic smem included).
+    std::vector<manifest_entry> out;
+    const archdb::device_desc* dev = nullptr;
+    for (const auto& d : archdb::all_devices())
+      if (d.isa == a) {
+        dev = &d;
+        break;
+      }
+    if (!dev) return out;
+    const auto fam = archdb::traits(a).vendor_id == archdb::vendor::nvidia ? attention::family::nvidia : attention::family::amd;
+    for (const auto& t : attn_dtypes)
+      for (const int hd : head_dims) {
+        attention::attention_problem pr;
+        pr.type = t.type;
+        pr.head_dim = hd;
+        const archdb::plan p = plan_attention(*dev, pr);
+        const auto pols = attention::candidates(fam, hd);
+        for (std::size_t i = 0; i < p.all.size() && i < pols.size(); ++i) {
+          const auto& pol = pols[i];
+          manifest_entry e;
+          e.family = "attention";
+          e.candidate = p.all[i].name;
+          e.instance = p.all[i].name;
+          e.symbol = std::string("attn_fwd_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
+                     std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
+                     std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
+          e.planned = p.all[i].res;
+          out.push_back(std::move(e));
+        }
+      }
+    return out;
+  }
+
+  status prepare(const stream& s, std::uint64_t seed) override {
+    const std::int64_t nq = std::int64_t{pb_.batch} * pb_.seqlen_q * pb_.heads_q * pb_.head_dim;
+    const std::int64_t nk = std::int64_t{pb_.batch} * pb_.seqlen_k * pb_.heads_kv * pb_.head_dim;
+    std::uint64_t st = seed;
+    const auto fill = [&](std::vector<float>& v, std::int64_t n) {
+      v.resize(static_cast<std::size_t>(n));
+      for (auto& x : v) {
+        st += 0x9e3779b97f4a7c15ull;
+        std::uint64_t z = st;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        x = round_to(pb_.type, static_cast<float>(static_cast<double>(z >> 40) * 0x1p-23 - 1.0));
+      }
+    };
+    fill(q_, nq);
+    fill(k_, nk);
+    fill(v_, nk);
+    PK_TRY(upload(s, q_, dq_));
+    PK_TRY(upload(s, k_, dk_));
+    PK_TRY(upload(s, v_, dv_));
+    PK_TRY(dout_.allocate(s, static_cast<std::size_t>(nq)));
+    return dout_.upload(std::vector<std::uint16_t>(static_cast<std::size_t>(nq), 0x7fc0u));  // poison (NaN)
+  }
+
+  status launch(const stream& s, int index) override {
+    if (index >= 0)
+      return unsupported("attention: pk::attention_forward has no policy override yet, so `pk tune attention` cannot "
+                         "run a given candidate (the reduction's reduce_options::policy is the model)");
+    attention_args a;
+    a.q = view(dq_.data(), pb_.seqlen_q, pb_.heads_q);
+    a.k = view(dk_.data(), pb_.seqlen_k, pb_.heads_kv);
+    a.v = view(dv_.data(), pb_.seqlen_k, pb_.heads_kv);
+    a.out = view(dout_.data(), pb_.seqlen_q, pb_.heads_q);
+    a.causal = pb_.causal;
+    a.window_left = pb_.window_left;
+    a.window_right = pb_.window_right;
+    return attention_forward(s, a);
+  }
+
+  status verify(const stream& s, const archdb::plan&, verification& v) override {
+    // FlashAttention's two-reference rule (STYLE.md §2.7): ref in double, naive at the kernel's precision
+    // in another order; max|out - ref| <= 2 max|naive - ref| + atol_noise, atol_noise = 2 max|(ref + 0.3 - 0.3) - ref|
+    // in the output type. Fully masked rows must be exactly 0.
+    std::vector<std::uint16_t> out;
+    PK_TRY(synchronize(s));
+    PK_TRY(dout_.download(out));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(pb_.head_dim));
+    const auto rnd = [&](float x) { return round_to(pb_.type, x); };
+    double err = 0, err_naive = 0, noise = 0;
+    bool finite = true;
+    const std::size_t qs = static_cast<std::size_t>(pb_.seqlen_q) * pb_.heads_q * pb_.head_dim;
+    const std::size_t ks = static_cast<std::size_t>(pb_.seqlen_k) * pb_.heads_kv * pb_.head_dim;
+    for (int b = 0; b < pb_.batch; ++b) {
+      attention::reference::mask m{static_cast<int>(pb_.seqlen_q), static_cast<int>(pb_.seqlen_k), pb_.causal,
+                                   pb_.window_left, pb_.window_right};
+      std::vector<double> ref, ref_lse, nv, nv_lse;
+      const float* qb = q_.data() + b * qs;
+      const float* kb = k_.data() + b * ks;
+      const float* vb = v_.data() + b * ks;
+      attention::reference::forward(qb, kb, vb, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale, false, rnd, ref, ref_lse);
+      attention::reference::forward(qb, kb, vb, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale, true, rnd, nv, nv_lse);
+      for (std::size_t i = 0; i < qs; ++i) {
+        const double got = from_bits(pb_.type, out[b * qs + i]);
+        finite = finite && std::isfinite(got);
+        err = std::max(err, std::fabs(got - ref[i]));
+        err_naive = std::max(err_naive, std::fabs(nv[i] - ref[i]));
+        const float r = rnd(static_cast<float>(ref[i]));
+        noise = std::max(noise, std::fabs(static_cast<double>(rnd(rnd(r + 0.3f) - 0.3f)) - r));
+      }
+    }
+    const double bound = 2 * err_naive + 2 * noise;
+    v.pass = finite && err <= bound;
+    v.detail = {{"abs_error", err},
+                {"bound", bound},           {"naive_error", err_naive}, {"noise", 2 * noise},
+                {"rule", "max|out - ref| <= 2 max|naive - ref| + 2 max|(ref + 0.3 - 0.3) - ref| (FlashAttention); ref in double"}};
+    return {};
+  }
+
+  [[nodiscard]] double bytes_moved() const override {
+    return 2.0 * (q_.size() + k_.size() + v_.size() + q_.size());
+  }
+
+ private:
+  tensor_view view(const void* data, std::int64_t seqlen, int heads) const {
+    tensor_view t;
+    t.data = data;
+    t.type = pb_.type;
+    t.shape[0] = pb_.batch;
+    t.shape[1] = seqlen;
+    t.shape[2] = heads;
+    t.shape[3] = pb_.head_dim;
+    t.stride[3] = 1;
+    t.stride[2] = pb_.head_dim;
+    t.stride[1] = std::int64_t{heads} * pb_.head_dim;
+    t.stride[0] = seqlen * heads * pb_.head_dim;
+    return t;
+  }
+  status upload(const stream& s, const std::vector<float>& h, device_buffer<std::uint16_t>& d) const {
+    std::vector<std::uint16_t> bits(h.size());
+    for (std::size_t i = 0; i < h.size(); ++i) bits[i] = to_bits(pb_.type, h[i]);
+    PK_TRY(d.allocate(s, bits.size()));
+    return d.upload(bits);
+  }
+
+  std::string dtype_ = "bf16";
+  int heads_kv_ = 0;
+  std::int64_t seqlen_k_ = 0;
+  attention::attention_problem pb_{dtype::bf16, 1, 4, 4, 64, 256, 256, false, -1, -1};
+  const attn_dtype* dt_ = nullptr;
+  std::vector<float> q_, k_, v_;
+  device_buffer<std::uint16_t> dq_, dk_, dv_, dout_;
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_attention_family() { return std::make_unique<attention_family>(); }
+
+}  // namespace pk::tool
+#endif
