@@ -17,6 +17,7 @@ pk::tensor_view view(const void* p, int type, const std::int64_t* shape, const s
   pk::tensor_view t;
   t.data = p;
   t.type = type == 0 ? pk::dtype::bf16 : pk::dtype::f16;
+  t.rank = 4;
   for (int i = 0; i < 4; ++i) {
     t.shape[i] = shape[i];
     t.stride[i] = stride[i];

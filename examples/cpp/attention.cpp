@@ -56,6 +56,7 @@ pk::status device_attention(const pk::stream& s, const std::vector<pk::bf16>& q,
     pk::tensor_view t;
     t.data = b.data();
     t.type = pk::dtype::bf16;
+    t.rank = 4;
     std::copy(shape, shape + 4, t.shape);
     std::copy(stride, stride + 4, t.stride);
     return t;

@@ -117,6 +117,7 @@ class attention_family final : public family {
                      std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
                      std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
+          e.declares_spills = attention::declares_spills(fam, pol, hd);
           out.push_back(std::move(e));
         }
       }
@@ -211,6 +212,7 @@ class attention_family final : public family {
     tensor_view t;
     t.data = data;
     t.type = pb_.type;
+    t.rank = 4;
     t.shape[0] = pb_.batch;
     t.shape[1] = seqlen;
     t.shape[2] = heads;

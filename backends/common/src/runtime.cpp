@@ -162,6 +162,12 @@ status default_stream(stream& out) {
 #if PK_ENABLE_HIP
   if (backend::hip::device_count() > 0) return stream::hip(nullptr, 0, out);
 #endif
+  return default_host_stream(out);
+}
+
+status default_host_stream(stream& out) {
+  // The A100 is the default because its arch (sm_80) is the oldest the CUDA backend supports and its
+  // limits (163 KB of shared memory per block) admit every compiled candidate of the NVIDIA lists.
   const char* env = std::getenv("PK_HOST_DEVICE");
   return stream::host(env && *env ? env : "A100-SXM4-80GB", out);
 }

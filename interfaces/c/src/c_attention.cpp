@@ -40,6 +40,7 @@ status to_view(const std::string& where, const pk_tensor* t, pk::tensor_view& v)
     }
   if (!known) return pk::unsupported(where + ": dtype " + dtype_name(t->dtype) + " is not a dtype of the attention family");
   v.data = t->data;
+  v.rank = attention_rank;
   const std::int32_t lead = attention_rank - t->rank;  // 1 for packed tokens
   if (lead == 1) {
     v.shape[0] = 1;

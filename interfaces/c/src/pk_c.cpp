@@ -6,16 +6,12 @@
 #include <pk/config.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 using namespace pk::capi;
 
 namespace {
 
-// The device the emulator impersonates when neither a name nor $PK_HOST_DEVICE is given: the same
-// default as pk::default_stream (runtime.hpp).
-constexpr const char* default_host_device = "A100-SXM4-80GB";
 
 size_t copy_string(std::string_view s, char* buf, size_t capacity) noexcept {
   if (buf != nullptr && capacity > 0) {
@@ -119,10 +115,7 @@ pk_tensor pk_tensor_contiguous(void* data, pk_dtype dtype, int32_t rank, const i
 pk_status pk_stream_create_host(const char* device_name, pk_stream_t* out) {
   return guarded([&] {
     return make_handle("pk_stream_create_host", out, [&](pk::stream& s) {
-      if (device_name == nullptr) {
-        const char* env = std::getenv("PK_HOST_DEVICE");
-        return pk::stream::host(env && *env ? env : default_host_device, s);
-      }
+      if (device_name == nullptr) return pk::default_host_stream(s);
       return pk::stream::host(device_name, s);
     });
   });

@@ -27,15 +27,6 @@ PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_ATTN_DECLARE)
 
 namespace pk {
 
-const char* to_string(dtype t) noexcept {
-  switch (t) {
-    case dtype::bf16: return "bf16";
-    case dtype::f16: return "f16";
-    case dtype::f32: return "f32";
-  }
-  return "?";
-}
-
 namespace attention {
 
 const char* to_string(strategy s) noexcept {
@@ -212,6 +203,9 @@ status check_view(const char* name, const tensor_view& t, dtype type, int head_d
 
 status attention_forward(const stream& s, const attention_args& a) {
   if (!s.valid()) return bad("stream: not initialized (use pk::default_stream)");
+  for (const auto& [name, t] : {std::pair{"q", &a.q}, std::pair{"k", &a.k}, std::pair{"v", &a.v}, std::pair{"out", &a.out}})
+    if (t->rank != 4)
+      return bad(std::string(name) + ": rank " + std::to_string(t->rank) + " must be 4 ([batch, seqlen, heads, head_dim])");
   const dtype type = a.q.type;
   if (type != dtype::bf16 && type != dtype::f16)
     return unsupported(std::string("attention_forward: q: dtype ") + to_string(type) + " is not supported (bf16, f16)");

@@ -4,6 +4,8 @@
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
+#include "plan_cache.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -56,14 +58,17 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
 status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows_desc& r, const void* w,
            const void* b, void* stat0, void* stat1, double eps, int correction) {
   const int eb = reduction::size_of(r.type);
-  archdb::plan p = reduction::plan_rows(s.device(), op, r.rows, r.cols, eb);
-  if (p.index < 0) return unsupported(std::string(fn) + ": no compiled policy fits " + s.device().name + ": " + p.why);
+  reduction::detail::choice ch =
+      reduction::detail::cached_choice(s.device(), reduction::detail::plan_kind::rows, eb, r.rows, r.cols,
+                                       static_cast<std::int64_t>(op),
+                                       [&] { return reduction::plan_rows(s.device(), op, r.rows, r.cols, eb); });
+  if (ch.index < 0) return unsupported(std::string(fn) + ": no compiled policy fits " + s.device().name + ": " + ch.why);
   if (r.policy >= 0) {
-    const archdb::plan::considered& forced = p.all[static_cast<std::size_t>(r.policy)];
-    if (!forced.fits)
-      return unsupported(std::string(fn) + ": rows.policy = " + std::to_string(r.policy) + " does not fit: " + forced.reason);
-    p.index = r.policy;
+    if (((ch.fits >> r.policy) & 1u) == 0u)
+      return unsupported(std::string(fn) + ": rows.policy = " + std::to_string(r.policy) + " does not fit this device");
+    ch.index = r.policy;
   }
+  const archdb::plan p = ch.as_plan();
   reduction::rows_call c;
   c.s = &s;
   c.kind = kind;

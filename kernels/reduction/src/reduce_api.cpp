@@ -6,6 +6,8 @@
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
+#include "plan_cache.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -30,34 +32,6 @@ PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_REDUCE)
 namespace pk {
 namespace reduction {
 
-const char* to_string(dtype t) noexcept {
-  switch (t) {
-    case dtype::f64: return "f64";
-    case dtype::f32: return "f32";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-    case dtype::i32: return "i32";
-    case dtype::i64: return "i64";
-    case dtype::i8: return "i8";
-    case dtype::u8: return "u8";
-  }
-  return "?";
-}
-
-int size_of(dtype t) noexcept {
-  switch (t) {
-    case dtype::f64:
-    case dtype::i64: return 8;
-    case dtype::f32:
-    case dtype::i32: return 4;
-    case dtype::f16:
-    case dtype::bf16: return 2;
-    case dtype::i8:
-    case dtype::u8: return 1;
-  }
-  return 0;
-}
-
 namespace {
 
 // Registers per thread assumed when the compiler's report is not at hand (the host plans for any
@@ -72,6 +46,10 @@ constexpr std::size_t ticket_bytes = 256;
 // Memory latency under load assumed by the cost models (HBM round trip: ~0.6-0.8 us on A100/H100/MI300
 // class devices); it bounds a group's serial chain of dependent load rounds.
 constexpr double load_round_us = 0.8;
+// Fixed cost of one wave of per-segment blocks and pass (block start, the group reduction's barriers,
+// the tail of the slowest block): an initial estimate; on the H200 bench a block per 1024-element f32
+// row (32 waves) ran 4x slower than a warp per row (4 waves) at equal bytes.
+constexpr double wave_overhead_us = 1.0;
 
 archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
   archdb::candidate c;
@@ -181,7 +159,8 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     const double busy = busy_fraction(device, std::min(blocks, resident) * p.block_threads) * std::max(lane_use, 1e-3);
     const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / std::max(busy, 1e-3);
     // A group's chain of dependent load rounds (U vectors in flight each), per wave and pass.
-    const double chain_us = static_cast<double>(waves) * passes * std::ceil(rounds / p.unroll) * load_round_us;
+    const double chain_us =
+        static_cast<double>(waves) * passes * (std::ceil(rounds / p.unroll) * load_round_us + wave_overhead_us);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
         << static_cast<int>(busy * 100) << "% of thread slots busy, stream " << stream_us << " us, load chain "
@@ -287,23 +266,26 @@ status check_policy(const char* fn, int policy, std::size_t count) {
   return {};
 }
 
-//! Applies options.policy: the forced candidate, with its occupancy, when it fits.
-status force_policy(const char* fn, archdb::plan& p, int policy) {
+//! Applies options.policy: the forced candidate, when it fits (the grid keeps the planned occupancy).
+status force_policy(const char* fn, reduction::detail::choice& ch, int policy) {
   if (policy < 0) return {};
-  const archdb::plan::considered& c = p.all[static_cast<std::size_t>(policy)];
-  if (!c.fits) return unsupported(std::string(fn) + ": options.policy = " + std::to_string(policy) + " (" + c.name +
-                                  ") does not fit: " + c.reason);
-  p.index = policy;
-  p.name = c.name;
-  p.occ = c.occ;  // the grid is sized from the forced candidate's occupancy, not the model choice's
+  if (((ch.fits >> policy) & 1u) == 0u)
+    return unsupported(std::string(fn) + ": options.policy = " + std::to_string(policy) + " does not fit this device");
+  ch.index = policy;
   return {};
 }
 
+using reduction::detail::cached_choice;
+using reduction::detail::plan_kind;
+
 status reduce_reproducible(const stream& s, dtype type, const void* in, std::int64_t n, void* out, int policy) {
   const int eb = reduction::size_of(type);
-  archdb::plan p = reduction::plan_reduce_reproducible(s.device(), n, eb);
-  if (p.index < 0) return unsupported("reduce: no reproducible policy fits " + s.device().name + ": " + p.why);
-  PK_TRY(force_policy("reduce", p, policy));
+  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::reproducible, eb, n, 0, 0, [&] {
+    return reduction::plan_reduce_reproducible(s.device(), n, eb);
+  });
+  if (ch.index < 0) return unsupported("reduce: no reproducible policy fits " + s.device().name + ": " + ch.why);
+  PK_TRY(force_policy("reduce", ch, policy));
+  const archdb::plan p = ch.as_plan();
   using layout = reduction::reproducible_layout;
   const std::int64_t chunk = layout::chunk_elems(eb);
   const std::int64_t chunks = (n + chunk - 1) / chunk;
@@ -362,9 +344,11 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
   }
   PK_TRY(check_policy("reduce", opt.policy, reduction::reduce_candidates.size()));
   const int eb = reduction::size_of(type);
-  archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
-  if (p.index < 0) return unsupported("reduce: no compiled policy fits " + s.device().name + ": " + p.why);
-  PK_TRY(force_policy("reduce", p, opt.policy));
+  reduction::detail::choice ch =
+      cached_choice(s.device(), plan_kind::device, eb, n, 0, 0, [&] { return reduction::plan_reduce(s.device(), n, eb); });
+  if (ch.index < 0) return unsupported("reduce: no compiled policy fits " + s.device().name + ": " + ch.why);
+  PK_TRY(force_policy("reduce", ch, opt.policy));
+  const archdb::plan p = ch.as_plan();
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::device;
@@ -395,8 +379,10 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   if (var == nullptr) return invalid_argument("reduce_mean_var: var: must not be null");
   if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
   const int eb = reduction::size_of(type);
-  const archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
-  if (p.index < 0) return unsupported("reduce_mean_var: no compiled policy fits " + s.device().name + ": " + p.why);
+  const reduction::detail::choice ch =
+      cached_choice(s.device(), plan_kind::device, eb, n, 0, 0, [&] { return reduction::plan_reduce(s.device(), n, eb); });
+  if (ch.index < 0) return unsupported("reduce_mean_var: no compiled policy fits " + s.device().name + ": " + ch.why);
+  const archdb::plan p = ch.as_plan();
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::mean_var;
@@ -430,9 +416,13 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   // The total length is not known on the host (offsets live on the device): plan for segments of a
   // few thousand elements, the common case of the benchmarks.
   constexpr std::int64_t assumed_segment_len = 4096;
-  archdb::plan p = reduction::plan_segmented(s.device(), segments, segments * assumed_segment_len, eb);
-  if (p.index < 0) return unsupported("segmented_reduce: no compiled policy fits " + s.device().name + ": " + p.why);
-  PK_TRY(force_policy("segmented_reduce", p, opt.policy));
+  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, segments,
+                                               segments * assumed_segment_len, 0, [&] {
+    return reduction::plan_segmented(s.device(), segments, segments * assumed_segment_len, eb);
+  });
+  if (ch.index < 0) return unsupported("segmented_reduce: no compiled policy fits " + s.device().name + ": " + ch.why);
+  PK_TRY(force_policy("segmented_reduce", ch, opt.policy));
+  const archdb::plan p = ch.as_plan();
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::segments;
@@ -511,9 +501,11 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
   if (map.axis_stride == 1 || map.len <= 1) {
     map.axis_stride = 1;
     c.map.axis_stride = 1;
-    archdb::plan p = reduction::plan_segmented(s.device(), outputs, outputs * map.len, eb);
-    if (p.index < 0) return unsupported("reduce_axis: no compiled policy fits " + s.device().name + ": " + p.why);
-    PK_TRY(force_policy(fn, p, opt.policy));
+    reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, outputs, outputs * map.len, 0,
+                                                 [&] { return reduction::plan_segmented(s.device(), outputs, outputs * map.len, eb); });
+    if (ch.index < 0) return unsupported("reduce_axis: no compiled policy fits " + s.device().name + ": " + ch.why);
+    PK_TRY(force_policy(fn, ch, opt.policy));
+    const archdb::plan p = ch.as_plan();
     c.kind = reduction::call_kind::segments;
     c.policy = p.index;
     c.grid = reduction::segment_grid(s.device(), p, outputs);

@@ -147,6 +147,7 @@ void run_case(const stream& s, const attn_case& c, std::uint64_t sd) {
     tensor_view t;
     t.data = data;
     t.type = c.type;
+    t.rank = 4;
     t.shape[0] = b;
     t.shape[1] = len;
     t.shape[2] = heads;
@@ -419,8 +420,10 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
   ASSERT_TRUE(buf.allocate(s, 8 * 64));
   a.q.data = a.k.data = a.v.data = a.out.data = buf.data();
   for (tensor_view* t : {&a.q, &a.k, &a.v, &a.out}) {
+    t->type = dtype::bf16;
+    t->rank = 4;
     t->shape[0] = 1, t->shape[1] = 8, t->shape[2] = 1, t->shape[3] = 64;
-    t->stride[0] = 8 * 64, t->stride[1] = 64, t->stride[2] = 64;
+    t->stride[0] = 8 * 64, t->stride[1] = 64, t->stride[2] = 64, t->stride[3] = 1;
   }
   a.policy = c.policy.c_str();
   const status st = attention_forward(s, a);
@@ -436,6 +439,9 @@ TEST_P(AttentionForward, BadInputNamesTheArgument) {
   auto view = [&](std::int64_t heads, std::int64_t d) {
     tensor_view t;
     t.data = buf.data();
+    t.type = dtype::bf16;
+    t.rank = 4;
+    t.stride[3] = 1;
     t.shape[0] = 1;
     t.shape[1] = 16;
     t.shape[2] = heads;
@@ -472,6 +478,11 @@ TEST_P(AttentionForward, BadInputNamesTheArgument) {
     a.q = a.out = view(4, 80);
     a.k = a.v = view(2, 80);
     expect(a, errc::unsupported, "head_dim 80");
+  }
+  {
+    auto a = good();
+    a.v.rank = 3;
+    expect(a, errc::invalid_argument, "v: rank 3 must be 4");
   }
   {
     auto a = good();

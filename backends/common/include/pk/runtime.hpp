@@ -65,6 +65,9 @@ class stream {
 //! The GPU if this build has a GPU backend and a device is present (device 0, its default stream);
 //! otherwise the emulator impersonating $PK_HOST_DEVICE or, unset, the A100-SXM4-80GB.
 status default_stream(stream& out);
+//! The emulator impersonating $PK_HOST_DEVICE or, unset, the A100-SXM4-80GB (the host fallback of
+//! default_stream, for callers that want the emulator explicitly).
+status default_host_stream(stream& out);
 //! Number of CUDA devices usable by this build (0 when built without CUDA or without a driver).
 int cuda_device_count() noexcept;
 //! Number of HIP devices usable by this build (0 when built without HIP or without a driver).

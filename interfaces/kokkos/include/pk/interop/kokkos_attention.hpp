@@ -34,6 +34,7 @@ pk::tensor_view attention_view(const View& v) {
   pk::tensor_view t;
   t.data = d.data;
   t.type = attention_dtype<T>();
+  t.rank = 4;
   for (std::size_t k = 0; k < 4; ++k) {
     t.shape[k] = d.extents[k];
     t.stride[k] = d.strides[k];

@@ -15,7 +15,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -59,10 +58,6 @@ namespace detail {
 template <class ExecSpace>
 inline constexpr bool is_host_space =
     Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
-
-//! The device the emulator impersonates when neither a name nor $PK_HOST_DEVICE is given: the same
-//! default as pk::default_stream (runtime.hpp).
-inline constexpr const char* default_host_device = "A100-SXM4-80GB";
 }  // namespace detail
 
 //! The pk stream for a Kokkos execution-space instance. Host spaces: the emulator impersonating
@@ -88,8 +83,7 @@ status make_stream(const ExecSpace& space, stream& out, std::string_view host_de
   if constexpr (detail::is_host_space<ExecSpace>) {
     (void)space;
     if (!host_device.empty()) return stream::host(host_device, out);
-    const char* env = std::getenv("PK_HOST_DEVICE");
-    return stream::host(env && *env ? env : detail::default_host_device, out);
+    return default_host_stream(out);
   } else {
     (void)space;
     (void)host_device;

@@ -17,25 +17,15 @@
 #include <pk/archdb/planner.hpp>
 #include <pk/runtime.hpp>
 #include <pk/status.hpp>
+#include <pk/tensor.hpp>
 
 #include <cstdint>
 #include <string>
 
 namespace pk {
 
-enum class dtype : std::uint8_t { bf16, f16, f32 };
-const char* to_string(dtype t) noexcept;
-
-//! A strided view of a 4-D tensor (strides in elements).
-struct tensor_view {
-  const void* data = nullptr;
-  dtype type = dtype::bf16;
-  std::int64_t shape[4] = {0, 0, 0, 0};
-  std::int64_t stride[4] = {0, 0, 0, 1};
-};
-
 struct attention_args {
-  tensor_view q;    //!< [batch, seqlen_q, heads_q, head_dim]
+  tensor_view q;    //!< rank 4: [batch, seqlen_q, heads_q, head_dim]
   tensor_view k;    //!< [batch, seqlen_k, heads_kv, head_dim]
   tensor_view v;    //!< [batch, seqlen_k, heads_kv, head_dim]
   tensor_view out;  //!< [batch, seqlen_q, heads_q, head_dim], the input dtype (its data is written)

@@ -30,6 +30,7 @@
 #include <pk/runtime.hpp>
 #include <pk/status.hpp>
 #include <pk/portable/numeric.hpp>
+#include <pk/tensor.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -37,25 +38,11 @@
 namespace pk {
 
 namespace reduction {
-//! Element types of the reduction family.
-enum class dtype : std::uint8_t { f64, f32, f16, bf16, i32, i64, i8, u8 };
-const char* to_string(dtype t) noexcept;
-int size_of(dtype t) noexcept;
-
-template <class T>
-inline constexpr dtype dtype_of = [] {
-  if constexpr (std::is_same_v<T, double>) return dtype::f64;
-  else if constexpr (std::is_same_v<T, float>) return dtype::f32;
-  else if constexpr (std::is_same_v<T, fp16>) return dtype::f16;
-  else if constexpr (std::is_same_v<T, bf16>) return dtype::bf16;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
-  else if constexpr (std::is_same_v<T, std::int8_t>) return dtype::i8;
-  else {
-    static_assert(std::is_same_v<T, std::uint8_t>, "pk reductions: unsupported element type");
-    return dtype::u8;
-  }
-}();
+//! The reduction family's element types are pk::dtype (pk/tensor.hpp).
+using pk::dtype;
+using pk::dtype_of;
+using pk::size_of;
+using pk::to_string;
 }  // namespace reduction
 
 //! The built-in reductions. sum and prod: f64 f32 f16 bf16 i32 i64; min max argmin argmax: also i8 u8.
@@ -107,17 +94,6 @@ template <class T>
 status reduce_argmax(const stream& s, const T* in, std::int64_t n, std::int64_t* out, const reduce_options& opt = {}) {
   return reduce(s, reduce_op::argmax, reduction::dtype_of<T>, in, n, out, opt);
 }
-
-//! A strided tensor of rank 1..4: shape and strides in elements (strides may be any non-negative
-//! value; zero-size dimensions are allowed).
-struct tensor_view {
-  static constexpr int max_rank = 4;
-  const void* data = nullptr;
-  reduction::dtype type = reduction::dtype::f32;
-  int rank = 0;
-  std::int64_t shape[max_rank] = {};
-  std::int64_t stride[max_rank] = {};
-};
 
 //! Reduces `in` along `axis` into out.data (written, although the view holds a const pointer): `out`
 //! has in's shape without that axis (its own strides; rank 0 when in has rank 1) and in's type (std::int64_t for argmin/argmax). Each output
