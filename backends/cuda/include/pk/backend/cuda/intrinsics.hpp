@@ -11,11 +11,11 @@ template <class T, class F>
 __device__ __forceinline__ T by_words(const T& v, F&& f) {
   constexpr int words = (sizeof(T) + 3) / 4;
   unsigned w[words] = {};
-  std::memcpy(w, &v, sizeof(T));
+  __builtin_memcpy(w, &v, sizeof(T));
 #pragma unroll
   for (int i = 0; i < words; ++i) w[i] = f(w[i]);
   T r;
-  std::memcpy(&r, w, sizeof(T));
+  __builtin_memcpy(&r, w, sizeof(T));
   return r;
 }
 
