@@ -138,6 +138,7 @@ class reduce_family final : public family {
         e.symbol = "segment_reduce_kernelILi" + std::to_string(pol.block_threads) + "ELi" +
                    std::to_string(pol.group_threads) + "ELi" + std::to_string(pol.unroll) + "E" + d.mangled;
         e.planned = ps.all[i].res;
+        e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));
       }
       const archdb::plan p = reduction::plan_reduce(*dev, 1, bytes);
@@ -151,10 +152,20 @@ class reduce_family final : public family {
                    std::to_string(reduction::scaled_items(pol, static_cast<std::size_t>(bytes))) + "ELi" +
                    std::to_string(reduction::scaled_vector(pol, static_cast<std::size_t>(bytes))) + "E" + d.mangled;
         e.planned = p.all[i].res;
+        e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));
       }
     }
     return out;
+  }
+
+  [[nodiscard]] std::vector<std::string> declared_spills() const override {
+    return {reduction::declared_spilling_kernels.begin(), reduction::declared_spilling_kernels.end()};
+  }
+  static bool declares(const std::string& symbol) {
+    for (const char* k : reduction::declared_spilling_kernels)
+      if (symbol.find(k) != std::string::npos) return true;
+    return false;
   }
 
   status prepare(const stream& s, std::uint64_t seed) override {

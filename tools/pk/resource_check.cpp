@@ -325,7 +325,10 @@ int resource_check_main(const resource_check_options& o) {
       archdb::candidate real = planned;
       real.res.regs_per_thread = worst.regs;
       real.res.agprs = worst.agprs;
-      real.res.sgprs = worst.sgprs;
+      // Not worst.sgprs: clang's remark counts the VCC/flat-scratch/XNACK SGPRs on top of the explicit
+      // ones, while archdb holds the addressable limit (102 on gfx9), so the two are not comparable (the
+      // compiler itself never exceeds the hardware's SGPR file). SGPR spills are still reported below.
+      real.res.sgprs = 0;
       real.res.static_smem = worst.static_smem;
       real.spill_bytes = worst.spill_bytes;
       std::ostringstream res;
@@ -357,10 +360,23 @@ int resource_check_main(const resource_check_options& o) {
       }
     }
   }
-  // Spills in kernels that are no candidate (test kernels, helpers of other families).
+  // Spills in kernels that are no candidate (test kernels, helpers of other families), unless a
+  // family declares them.
+  std::vector<std::string> declared;
+  for (const auto& reg : families())
+    for (auto& k : reg.make()->declared_spills()) declared.push_back(std::move(k));
+  const auto is_declared = [&](const std::string& sym) {
+    for (const auto& k : declared)
+      if (sym.find(k) != std::string::npos) return true;
+    return false;
+  };
   for (const auto& r : reports) {
     if (matched_kernels.count(std::string(archdb::name_of(r.isa)) + "|" + r.symbol)) continue;
-    if (r.spill_bytes > 0)
+    if ((r.spill_bytes > 0 || r.sgpr_spills > 0) && is_declared(r.symbol))
+      record("ok", archdb::name_of(r.isa), r.symbol,
+             "spills " + std::to_string(r.spill_bytes) + " B, " + std::to_string(r.sgpr_spills) + " SGPRs (" + r.file +
+                 "): declared by its family");
+    else if (r.spill_bytes > 0)
       record("FAIL", archdb::name_of(r.isa), r.symbol,
              "spills " + std::to_string(r.spill_bytes) + " B (" + r.file + ") and is no candidate that declares spills");
     else if (r.sgpr_spills > 0)
