@@ -67,6 +67,14 @@ class family {
   [[nodiscard]] virtual double bytes_moved() const = 0;
 };
 
+//! The first database device whose code is `a`'s (its candidate lists and planned resources stand for
+//! the arch), or null when none is.
+inline const archdb::device_desc* first_device_of(archdb::arch a) {
+  for (const auto& d : archdb::all_devices())
+    if (d.isa == a) return &d;
+  return nullptr;
+}
+
 struct family_registration {
   const char* name;
   std::unique_ptr<family> (*make)();

@@ -92,12 +92,7 @@ class attention_family final : public family {
     // attention/detail/attention_agent.hpp): "attn_fwd_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<Threads>ELi<S>E".
     // Planned resources: plan_attention's candidates on a device of the arch (dynamic smem included).
     std::vector<manifest_entry> out;
-    const archdb::device_desc* dev = nullptr;
-    for (const auto& d : archdb::all_devices())
-      if (d.isa == a) {
-        dev = &d;
-        break;
-      }
+    const archdb::device_desc* dev = first_device_of(a);
     if (!dev) return out;
     const auto fam = archdb::traits(a).vendor_id == archdb::vendor::nvidia ? attention::family::nvidia : attention::family::amd;
     for (const auto& t : attn_dtypes)

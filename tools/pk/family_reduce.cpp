@@ -107,12 +107,7 @@ class reduce_family final : public family {
     // "reduce_single_pass_kernelILi<B>ELi<I>ELi<V>E<T>". The planned resources are the planner's (from
     // a plan on any device of the arch: the candidate list does not depend on the device).
     std::vector<manifest_entry> out;
-    const archdb::device_desc* dev = nullptr;
-    for (const auto& d : archdb::all_devices())
-      if (d.isa == a) {
-        dev = &d;
-        break;
-      }
+    const archdb::device_desc* dev = first_device_of(a);
     if (!dev) dev = &archdb::all_devices().front();
     // The element types compiled (reduce.hpp): those of the run command, and i8/u8 for min/max/argmin/argmax.
     struct compiled {
