@@ -1,0 +1,103 @@
+// The online softmax of attention (FlashAttention-2), over accumulator fragments in any C layout
+// (pk::c_rows<Layout>: the MMA atoms' layouts, a warpgroup accumulator layout alike).
+//
+// Per row slot (a distinct row of C held by this lane) it keeps the running maximum m, in log2 units
+// (S * scale * log2(e): the scale is folded into the exponent, one FFMA per element, which needs
+// scale > 0, validated by the API), and this lane's partial sum l of exp2(S' - m). Per key tile:
+//   m' = max(m, rowmax(S) * scale_log2)        (over the lane's values of the row, then the row's lanes)
+//   P  = exp2(S * scale_log2 - m'),  l = l * exp2(m - m') + rowsum_lane(P),  O *= exp2(m - m')
+// A row with no visible key so far has m' = -inf; it then uses 0 as the subtrahend, so P = 0 and the
+// correction exp2(-inf - 0) = 0 stay finite (never -inf - -inf = NaN). At the end (finish): the row's
+// lanes add their sums; O / l, LSE = (m + log2 l) * ln 2; a row with l = 0 (fully masked) gives
+// 1/l := 0 (output 0) and LSE = -inf.
+#pragma once
+#include <pk/portable/math.hpp>
+#include <pk/portable/tile.hpp>
+#include <pk/portable/warp.hpp>
+
+PK_DETAIL_TARGET_BEGIN
+namespace impl::attn {
+
+inline constexpr float neg_inf = -__builtin_huge_valf();
+inline constexpr float ln2 = 0.693147180559945309f;
+
+//! Row statistics of MT row blocks of accumulators in `Layout` (one fragment grid [MT][*] of Frag, whose
+//! values v[e] follow Layout's C layout).
+template <class Layout, int MT>
+struct online_softmax {
+  using rows = c_rows<Layout>;
+  static constexpr int slots = rows::slots;
+  static constexpr int vals = Layout::c_vals;
+  static_assert(rows::lane_independent(), "online_softmax: the rows of the C layout must not depend on the lane");
+
+  float row_max[MT][slots];  //!< running maximum, log2 units
+  float row_sum[MT][slots];  //!< this lane's partial sum
+
+  PK_DEVICE PK_FORCEINLINE void init() {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int r = 0; r < slots; ++r) {
+        row_max[i][r] = neg_inf;
+        row_sum[i][r] = 0.0f;
+      }
+  }
+
+  //! One key tile: turns the (masked, unscaled) scores S into P in place and rescales the output O.
+  template <class Frag, int NS, int NO>
+  PK_DEVICE PK_FORCEINLINE void step(Frag (&s)[MT][NS], Frag (&o)[MT][NO], float scale_log2) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      float base[slots], corr[slots], sum[slots];
+#pragma unroll
+      for (int e = 0; e < vals; ++e) {
+        if (!rows::is_leader(e)) continue;
+        float m = neg_inf;
+#pragma unroll
+        for (int j = 0; j < NS; ++j)
+#pragma unroll
+          for (int f = 0; f < vals; ++f)
+            if (rows::same_row(e, f)) m = fmaxf(m, s[i][j].v[f]);
+#pragma unroll
+        for (int x = 1; x < Layout::c_row_lanes; x *= 2) m = fmaxf(m, warp<>::shfl_xor(m, x));
+        const int r = rows::slot(e);
+        const float m_new = fmaxf(row_max[i][r], m * scale_log2);
+        base[r] = m_new == neg_inf ? 0.0f : m_new;  // a row fully masked so far stays 0, not NaN
+        corr[r] = exp2_fast(row_max[i][r] - base[r]);
+        row_max[i][r] = m_new;
+        sum[r] = 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < NS; ++j)
+#pragma unroll
+        for (int e = 0; e < vals; ++e) {
+          const int r = rows::slot(e);
+          const float pv = exp2_fast(fmaf(s[i][j].v[e], scale_log2, -base[r]));
+          s[i][j].v[e] = pv;
+          sum[r] += pv;
+        }
+#pragma unroll
+      for (int r = 0; r < slots; ++r) row_sum[i][r] = row_sum[i][r] * corr[r] + sum[r];
+#pragma unroll
+      for (int j = 0; j < NO; ++j)
+#pragma unroll
+        for (int e = 0; e < vals; ++e) o[i][j].v[e] *= corr[rows::slot(e)];
+    }
+  }
+
+  //! The end of the rows of block i: per slot, the factor that normalises O (0 for a fully masked row)
+  //! and the LSE in natural-log units (-inf for a fully masked row). A warp collective (row lanes).
+  PK_DEVICE PK_FORCEINLINE void finish(int i, float (&inv)[slots], float (&lse)[slots]) const {
+#pragma unroll
+    for (int r = 0; r < slots; ++r) {
+      float l = row_sum[i][r];
+#pragma unroll
+      for (int x = 1; x < Layout::c_row_lanes; x *= 2) l += warp<>::shfl_xor(l, x);
+      inv[r] = l > 0.0f ? 1.0f / l : 0.0f;
+      lse[r] = l > 0.0f ? (row_max[i][r] + log2f(l)) * ln2 : neg_inf;
+    }
+  }
+};
+
+}  // namespace impl::attn
+PK_DETAIL_TARGET_END
