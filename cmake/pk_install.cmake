@@ -20,7 +20,7 @@ mark_as_advanced(PK_INSTALL_CMAKEDIR)
 # ---------------------------------------------------------------------------------------------
 # Targets. Every target in the link closure of pk::pk must be in an export set, or install(EXPORT)
 # fails. Optional ones are added when they were configured.
-set(pk_install_targets pk_portable pk_archdb_headers pk_archdb pk_backend_host pk_runtime pk_kernels pk_pk)
+set(pk_install_targets pk_core pk_portable pk_archdb_headers pk_archdb pk_backend_host pk_runtime pk_kernels pk_pk)
 foreach(t pk_backend_cuda pk_backend_hip pk_c pk_fortran)
   if(TARGET ${t})
     list(APPEND pk_install_targets ${t})
@@ -65,13 +65,16 @@ endif()
 # Headers: every public include tree. The backends' headers are all installed because the dialect
 # headers include the one matching the consumer's compiler (host, CUDA or HIP pass).
 set(pk_public_include_dirs
+  ${PROJECT_SOURCE_DIR}/core/include
   ${PROJECT_SOURCE_DIR}/portable/include
   ${PROJECT_SOURCE_DIR}/archdb/include
   ${PROJECT_SOURCE_DIR}/backends/common/include
   ${PROJECT_SOURCE_DIR}/backends/host/include
   ${PROJECT_SOURCE_DIR}/backends/cuda/include
   ${PROJECT_SOURCE_DIR}/backends/hip/include
-  ${PROJECT_BINARY_DIR}/include)
+  ${PROJECT_BINARY_DIR}/include
+  ${PROJECT_BINARY_DIR}/runtime/include
+  ${PROJECT_BINARY_DIR}/kernels/include)
 file(GLOB pk_family_include_dirs LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/kernels/*/include)
 list(APPEND pk_public_include_dirs ${pk_family_include_dirs})
 if(TARGET pk_c)
@@ -108,7 +111,7 @@ set(PK_PACKAGE_HIP_ARCHITECTURES "")
 if(PK_ENABLE_HIP)
   set(PK_PACKAGE_HIP_ARCHITECTURES "${CMAKE_HIP_ARCHITECTURES}")
 endif()
-set(PK_PACKAGE_COMPONENTS portable archdb archdb_headers runtime kernels backend_host)
+set(PK_PACKAGE_COMPONENTS core portable archdb archdb_headers runtime kernels backend_host)
 foreach(c backend_cuda backend_hip c fortran)
   if(TARGET pk_${c})
     list(APPEND PK_PACKAGE_COMPONENTS ${c})

@@ -4,7 +4,25 @@
 #   hip         (clang, code objects for CMAKE_HIP_ARCHITECTURES) when PK_ENABLE_HIP.
 # Each target's code lives in its own inline namespace (pk::host_sm80, pk::cuda, ...).
 
-set(PK_KNOWN_HOST_ARCHS sm80 gfx942 gfx1100)
+# The code targets, declared once: pk/code_targets.hpp (the enum, names, backend, the ISA a host target
+# emulates, the archdb device it impersonates by default, whether this build has it) and the
+# X-macro PK_DETAIL_FOR_EACH_TARGET are generated from this table (pk_write_code_targets).
+#   name|backend|arch (archdb enumerator: the ISA a host target emulates)|device impersonated by default
+set(PK_CODE_TARGETS
+  "host_sm80|host|sm80|A100-SXM4-80GB"
+  "host_gfx942|host|gfx942|MI300X"
+  "host_gfx1100|host|gfx1100|RX 7900 XTX"
+  "cuda|cuda|generic|"
+  "hip|hip|generic|")
+set(PK_KNOWN_HOST_ARCHS "")
+foreach(row IN LISTS PK_CODE_TARGETS)
+  string(REPLACE "|" ";" f "${row}")
+  list(GET f 1 backend)
+  if(backend STREQUAL "host")
+    list(GET f 2 arch)
+    list(APPEND PK_KNOWN_HOST_ARCHS ${arch})
+  endif()
+endforeach()
 set(PK_KNOWN_CUDA_ARCHS 80 86 89 90a 100 120)
 set(PK_KNOWN_HIP_ARCHS gfx90a gfx942 gfx950 gfx1100)
 
@@ -68,30 +86,49 @@ function(pk_hip_object tgt wrapper obj)
   target_link_libraries(${tgt} PRIVATE ${PK_AMDHIP64})
 endfunction()
 
-# Sets PK_TARGET_XLIST and PK_HAS_TARGET_* (parent scope) for the config header.
-function(pk_collect_targets)
-  set(xlist "")
-  foreach(a IN LISTS PK_KNOWN_HOST_ARCHS)
-    string(TOUPPER "${a}" A)
-    if(a IN_LIST PK_HOST_ARCHS)
-      set(PK_HAS_TARGET_HOST_${A} 1 PARENT_SCOPE)
-      string(APPEND xlist "X(host_${a}) ")
-    else()
-      set(PK_HAS_TARGET_HOST_${A} 0 PARENT_SCOPE)
-    endif()
-  endforeach()
+# Generates <build>/runtime/include/pk/code_targets.hpp from PK_CODE_TARGETS and checks PK_HOST_ARCHS.
+function(pk_write_code_targets)
   foreach(a IN LISTS PK_HOST_ARCHS)
     if(NOT a IN_LIST PK_KNOWN_HOST_ARCHS)
       message(FATAL_ERROR "PK_HOST_ARCHS: ${a} is not an emulated arch (known: ${PK_KNOWN_HOST_ARCHS})")
     endif()
   endforeach()
-  if(PK_ENABLE_CUDA)
-    string(APPEND xlist "X(cuda) ")
-  endif()
-  if(PK_ENABLE_HIP)
-    string(APPEND xlist "X(hip) ")
-  endif()
-  set(PK_TARGET_XLIST "${xlist}" PARENT_SCOPE)
+  set(enum "")
+  set(rows "")
+  set(xlist "")
+  list(LENGTH PK_CODE_TARGETS count)
+  foreach(row IN LISTS PK_CODE_TARGETS)
+    string(REPLACE "|" ";" f "${row}")
+    list(GET f 0 name)
+    list(GET f 1 backend)
+    list(GET f 2 arch)
+    list(GET f 3 device)
+    if(backend STREQUAL "host")
+      if(arch IN_LIST PK_HOST_ARCHS)
+        set(built true)
+      else()
+        set(built false)
+      endif()
+    elseif(backend STREQUAL "cuda" AND PK_ENABLE_CUDA)
+      set(built true)
+    elseif(backend STREQUAL "hip" AND PK_ENABLE_HIP)
+      set(built true)
+    else()
+      set(built false)
+    endif()
+    string(APPEND enum "${name}, ")
+    string(APPEND rows "    {target::${name}, \"${name}\", backend_kind::${backend}, archdb::arch::${arch}, \"${device}\", ${built}},\n")
+    if(built)
+      string(APPEND xlist "X(${name}) ")
+    endif()
+  endforeach()
+  string(REGEX REPLACE ", $" "" enum "${enum}")
+  set(PK_CODE_TARGET_ENUM "${enum}")
+  set(PK_CODE_TARGET_ROWS "${rows}")
+  set(PK_CODE_TARGET_COUNT ${count})
+  set(PK_TARGET_XLIST "${xlist}")
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/code_targets.hpp.in
+                 ${PROJECT_BINARY_DIR}/runtime/include/pk/code_targets.hpp @ONLY)
 endfunction()
 
 # pk_target_sources(<target> <source>...): adds each source once per code target of the build, through

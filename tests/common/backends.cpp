@@ -10,16 +10,15 @@ namespace pk::test {
 
 std::vector<backend_param> host_backends() {
   std::vector<backend_param> v;
-  if (target_built(target::host_sm80)) v.push_back({"host_sm80", "A100-SXM4-80GB", false});
-  if (target_built(target::host_gfx942)) v.push_back({"host_gfx942", "MI300X", false});
-  if (target_built(target::host_gfx1100)) v.push_back({"host_gfx1100", "RX 7900 XTX", false});
+  for (const code_target_info& t : code_targets)
+    if (t.backend == backend_kind::host && t.built) v.push_back({t.name, t.device, false});
   return v;
 }
 
 std::vector<backend_param> all_backends() {
   std::vector<backend_param> v = host_backends();
-  if (target_built(target::cuda)) v.push_back({"cuda", "", true});
-  if (target_built(target::hip)) v.push_back({"hip", "", true});
+  for (const code_target_info& t : code_targets)
+    if (t.backend != backend_kind::host && t.built) v.push_back({t.name, "", true});
   return v;
 }
 

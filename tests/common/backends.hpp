@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct backend_param {
   std::string device;  //!< archdb device impersonated (host) or "" (GPU)
   bool gpu = false;
 };
+//! gtest prints parameters in test names and failure messages: the label, not the object's bytes.
+inline void PrintTo(const backend_param& p, std::ostream* os) { *os << p.label; }
 
 //! Every backend of this build (GPU entries are listed even without a GPU: they skip with a message).
 std::vector<backend_param> all_backends();

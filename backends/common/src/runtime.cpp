@@ -32,34 +32,6 @@ const char* to_string(backend_kind b) noexcept {
   return "?";
 }
 
-const char* to_string(target t) noexcept {
-  switch (t) {
-    case target::host_sm80: return "host_sm80";
-    case target::host_gfx942: return "host_gfx942";
-    case target::host_gfx1100: return "host_gfx1100";
-    case target::cuda: return "cuda";
-    case target::hip: return "hip";
-  }
-  return "?";
-}
-
-bool target_built(target t) noexcept {
-  switch (t) {
-    case target::host_sm80: return PK_HAS_TARGET_HOST_SM80;
-    case target::host_gfx942: return PK_HAS_TARGET_HOST_GFX942;
-    case target::host_gfx1100: return PK_HAS_TARGET_HOST_GFX1100;
-    case target::cuda: return PK_ENABLE_CUDA;
-    case target::hip: return PK_ENABLE_HIP;
-  }
-  return false;
-}
-
-target host_target_for(archdb::arch isa) noexcept {
-  const archdb::arch_traits& t = archdb::traits(isa);
-  if (t.vendor_id == archdb::vendor::nvidia) return target::host_sm80;
-  return t.warp_size == 64 ? target::host_gfx942 : target::host_gfx1100;
-}
-
 status stream::host(std::string_view device_name, stream& out) {
   const archdb::device_desc* d = nullptr;
   PK_TRY(backend::host::impersonate(device_name, &d));
@@ -166,10 +138,10 @@ status default_stream(stream& out) {
 }
 
 status default_host_stream(stream& out) {
-  // The A100 is the default because its arch (sm_80) is the oldest the CUDA backend supports and its
-  // limits (163 KB of shared memory per block) admit every compiled candidate of the NVIDIA lists.
+  // The default is the device of the first host target in the code target table (host_sm80: the
+  // A100, the oldest arch the CUDA backend supports, whose limits admit every compiled NVIDIA candidate).
   const char* env = std::getenv("PK_HOST_DEVICE");
-  return stream::host(env && *env ? env : "A100-SXM4-80GB", out);
+  return stream::host(env && *env ? env : code_targets[0].device, out);
 }
 
 namespace {

@@ -4,7 +4,7 @@
 // functions, no std::string, no containers, no exceptions. In nvcc device code, call traits()/parse_arch()
 // with constant arguments (as selectors do with the compiled arch): nvcc does not place namespace-scope
 // constexpr arrays in device memory, so a lookup with a run-time index does not compile there. Every fact cites a key of
-// /work/shared/ARCH_FACTS.md §9 in brackets. Per-product facts (SM count, L2, bandwidth, ...) live in
+// ARCH_FACTS §9 (the project's sourced hardware notes) in brackets. Per-product facts (SM count, L2, bandwidth, ...) live in
 // archdb/devices/*.json, not here.
 //
 //! Usage:

@@ -7,6 +7,7 @@
 //   if (auto st = pk::default_stream(s); !st) { ... }             // the GPU if there is one, else the emulator
 #pragma once
 #include <pk/archdb/device.hpp>
+#include <pk/code_targets.hpp>
 #include <pk/status.hpp>
 
 #include <cstddef>
@@ -18,18 +19,30 @@
 
 namespace pk {
 
-enum class backend_kind : std::uint8_t { host, cuda, hip };
 const char* to_string(backend_kind b) noexcept;
 
-//! A compiled code target of this build: the host emulator impersonating one ISA family, or a GPU
-//! backend. Kernel instances exist once per built target.
-enum class target : std::uint8_t { host_sm80, host_gfx942, host_gfx1100, cuda, hip };
-const char* to_string(target t) noexcept;
+//! "host_sm80", "cuda", ... (the code target table, pk/code_targets.hpp).
+constexpr const char* to_string(target t) noexcept { return info(t).name; }
 //! Whether this build contains code for `t`.
-bool target_built(target t) noexcept;
-//! The host target that emulates an arch: NVIDIA -> host_sm80 (mma.sync layouts, wave32); CDNA ->
-//! host_gfx942 (MFMA, wave64); RDNA3 -> host_gfx1100 (WMMA, wave32).
-target host_target_for(archdb::arch isa) noexcept;
+constexpr bool target_built(target t) noexcept { return info(t).built; }
+//! The vendor whose ISA a target's code is for (a host target: the vendor of the ISA it emulates).
+constexpr archdb::vendor vendor_of(target t) noexcept {
+  const code_target_info& i = info(t);
+  if (i.backend == backend_kind::cuda) return archdb::vendor::nvidia;
+  if (i.backend == backend_kind::hip) return archdb::vendor::amd;
+  return archdb::traits(i.isa).vendor_id;
+}
+//! The host target that emulates an arch: the one whose emulated ISA has the arch's vendor and warp
+//! size (NVIDIA -> host_sm80: mma.sync layouts, wave32; CDNA -> host_gfx942: MFMA, wave64; RDNA ->
+//! host_gfx1100: WMMA, wave32), whether built or not.
+constexpr target host_target_for(archdb::arch isa) noexcept {
+  const archdb::arch_traits& want = archdb::traits(isa);
+  for (const code_target_info& i : code_targets)
+    if (i.backend == backend_kind::host && archdb::traits(i.isa).vendor_id == want.vendor_id &&
+        archdb::traits(i.isa).warp_size == want.warp_size)
+      return i.id;
+  return code_targets[0].id;
+}
 
 //! Where work runs: a backend, a native stream handle (cudaStream_t / hipStream_t; null = default
 //! stream), the device described from archdb, and the code target used for it. Cheap to copy.
@@ -56,7 +69,7 @@ class stream {
 
  private:
   backend_kind backend_ = backend_kind::host;
-  target target_ = target::host_sm80;
+  target target_ = code_targets[0].id;
   void* native_ = nullptr;
   int ordinal_ = 0;
   std::shared_ptr<const archdb::device_desc> device_;

@@ -24,16 +24,8 @@ struct launch_shape {
 };
 
 //! The code target of this translation unit.
-inline constexpr pk::target this_target =
-#if defined(PK_DETAIL_BACKEND_HOST)
-    archdb::traits(device_arch).vendor_id == archdb::vendor::nvidia ? pk::target::host_sm80
-    : archdb::traits(device_arch).warp_size == 64                   ? pk::target::host_gfx942
-                                                                    : pk::target::host_gfx1100;
-#elif defined(PK_DETAIL_BACKEND_CUDA)
-    pk::target::cuda;
-#else
-    pk::target::hip;
-#endif
+//! (The target's inline namespace is named after its code_targets entry.)
+inline constexpr pk::target this_target = pk::target::PK_DETAIL_TARGET_NS;
 
 //! Launches `kernel(args...)` over the grid on stream `s`.
 template <class... KArgs, class... Args>

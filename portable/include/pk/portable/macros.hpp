@@ -1,7 +1,8 @@
 // Host/device attribute macros: the only macros the dialect exposes besides feature predicates.
 #pragma once
+#include <pk/core/compiler.hpp>
 
-#if defined(__CUDACC__) || defined(__HIP__)
+#if PK_COMPILER_GPU
 #define PK_HOST_DEVICE __host__ __device__
 #define PK_DEVICE __device__
 #define PK_KERNEL __global__

@@ -24,7 +24,6 @@
 #include <pk/portable/warp.hpp>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
@@ -53,7 +52,7 @@ struct mma_lane_io {
 template <class T>
 inline void emu_place(float* m, std::uint16_t* bits, unsigned char* seen, int idx, T value, bool& bad) {
   std::uint16_t b;
-  std::memcpy(&b, &value, sizeof b);
+  __builtin_memcpy(&b, &value, sizeof b);
   if (seen[idx] && bits[idx] != b) bad = true;
   seen[idx] = 1;
   bits[idx] = b;
@@ -238,8 +237,8 @@ struct mma_sm80_16x8x16 {
     const T* p = tile + ((lane % 8) + 8 * (lane / 16)) * ld + 8 * ((lane / 8) % 2);
     std::uint32_t r[4];
     ldmatrix_x4<false>(r, p);
-    std::memcpy(f[0].v, r, 8);
-    std::memcpy(f[1].v, r + 2, 8);
+    __builtin_memcpy(f[0].v, r, 8);
+    __builtin_memcpy(f[1].v, r + 2, 8);
 #else
     mma_load::b_nk_generic<mma_sm80_16x8x16>(f, tile, ld, lane);
 #endif
@@ -250,8 +249,8 @@ struct mma_sm80_16x8x16 {
     const T* p = tile + (lane % 16) * ld + 8 * (lane / 16);
     std::uint32_t r[4];
     ldmatrix_x4<true>(r, p);
-    std::memcpy(f[0].v, r, 8);
-    std::memcpy(f[1].v, r + 2, 8);
+    __builtin_memcpy(f[0].v, r, 8);
+    __builtin_memcpy(f[1].v, r + 2, 8);
 #else
     mma_load::b_kn_generic<mma_sm80_16x8x16>(f, tile, ld, lane);
 #endif

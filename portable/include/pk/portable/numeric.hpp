@@ -15,19 +15,20 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
+#include <pk/core/compiler.hpp>
+#include <pk/dtype.hpp>
 #include <pk/portable/macros.hpp>
 
-#if defined(__CUDACC__) && !defined(__HIP__)
+#if PK_COMPILER_CUDA
 #include <nv/target>  // NV_IF_TARGET: CCCL's target predicates (no raw arch macro here)
 #endif
 
 // Fallback for the host/device attribute macros, should a macros.hpp without them be found first
 // (kept on purpose: STYLE §2.5 allows attribute macros).
 #ifndef PK_HOST_DEVICE
-#if defined(__CUDACC__) || defined(__HIP__)
+#if PK_COMPILER_GPU
 #define PK_HOST_DEVICE __host__ __device__
 #else
 #define PK_HOST_DEVICE
@@ -65,7 +66,7 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR To bit_cast(const Fro
   return __builtin_bit_cast(To, from);
 #else
   To to;
-  std::memcpy(&to, &from, sizeof(To));
+  __builtin_memcpy(&to, &from, sizeof(To));
   return to;
 #endif
 }
@@ -92,7 +93,7 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 
 // ---- fp16 (IEEE binary16) <-> float. ----
 
-#if defined(__CUDACC__) && !defined(__HIP__)
+#if PK_COMPILER_CUDA
 //! The hardware conversion (exact, NaN quieted with the payload kept: the same bits as the portable
 //! path below, checked for all 65536 inputs on an H200). The portable path costs ~15 integer
 //! instructions per element, which made fp16 reductions compute-bound (0.59x CUB at 2^28 on the H200,
@@ -105,7 +106,7 @@ __device__ PK_FORCEINLINE float fp16_bits_to_float_hw(std::uint16_t h) noexcept 
 #endif
 
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
-#if defined(__CUDACC__) && !defined(__HIP__)
+#if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
     NV_IF_TARGET(NV_IS_DEVICE, (return fp16_bits_to_float_hw(h);))
   }
@@ -343,5 +344,21 @@ struct numeric_traits<std::int64_t>
     : detail::integer_numeric_traits<std::int64_t, 63, -9223372036854775807LL - 1, 9223372036854775807ULL> {
   PK_HOST_DEVICE static constexpr const char* name() noexcept { return "i64"; }
 };
+
+//! The dtype of a C++ element type.
+template <class T>
+inline constexpr dtype dtype_of = [] {
+  if constexpr (std::is_same_v<T, double>) return dtype::f64;
+  else if constexpr (std::is_same_v<T, float>) return dtype::f32;
+  else if constexpr (std::is_same_v<T, fp16>) return dtype::f16;
+  else if constexpr (std::is_same_v<T, bf16>) return dtype::bf16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return dtype::i8;
+  else {
+    static_assert(std::is_same_v<T, std::uint8_t>, "pk: no dtype for this element type");
+    return dtype::u8;
+  }
+}();
 
 }  // namespace pk

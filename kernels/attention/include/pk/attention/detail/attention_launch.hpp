@@ -13,11 +13,7 @@ PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
 //! The candidate list this target compiles (by vendor: one fat binary spans the vendor's archs).
-inline constexpr attention::family attention_family =
-    this_target == pk::target::hip || this_target == pk::target::host_gfx942 ||
-            this_target == pk::target::host_gfx1100
-        ? attention::family::amd
-        : attention::family::nvidia;
+inline constexpr attention::family attention_family = attention::family_of(vendor_of(this_target));
 
 template <class T>
 constexpr const char* attention_type_name() {
