@@ -96,7 +96,8 @@ inline const char* dtype_name(std::int32_t d) noexcept {
 }
 
 //! Checks a descriptor's header: not null, a known dtype, rank in [0, PK_MAX_RANK], non-negative
-//! extents. `where` names it in the message ("pk_reduce: in").
+//! extents whose product (the element count) fits int64. `where` names it in the message ("pk_reduce:
+//! in"). Byte extents and strided offsets are checked by the C++ entry points.
 inline status check_tensor(std::string_view where, const pk_tensor* t) {
   const std::string w(where);
   if (t == nullptr) return invalid_argument(w + ": must not be null");
@@ -107,9 +108,17 @@ inline status check_tensor(std::string_view where, const pk_tensor* t) {
   for (std::int32_t k = 0; k < t->rank; ++k)
     if (t->shape[k] < 0)
       return invalid_argument(w + ": shape[" + std::to_string(k) + "] = " + std::to_string(t->shape[k]) + ": must be >= 0");
+  std::int64_t n = 1;
+  for (std::int32_t k = 0; k < t->rank; ++k)
+    if (__builtin_mul_overflow(n, t->shape[k], &n)) {
+      std::string shape;
+      for (std::int32_t j = 0; j < t->rank; ++j) shape += (j ? ", " : "") + std::to_string(t->shape[j]);
+      return invalid_argument(w + ": shape = [" + shape + "]: the element count overflows int64");
+    }
   return {};
 }
 
+//! The element count of a descriptor that passed check_tensor (the product cannot overflow).
 inline std::int64_t element_count(const pk_tensor& t) noexcept {
   std::int64_t n = 1;
   for (std::int32_t k = 0; k < t.rank; ++k) n *= t.shape[k];

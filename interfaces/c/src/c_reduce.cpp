@@ -145,6 +145,8 @@ status segmented(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const
   PK_TRY(check_tensor(api + ": out", out));
   if (out->rank != 1) return pk::invalid_argument(api + ": out: rank = " + std::to_string(out->rank) + ": must be 1");
   const std::int64_t segments = out->shape[0];
+  if (segments == INT64_MAX)  // segments + 1 offsets would overflow
+    return pk::invalid_argument(api + ": out: segments = " + std::to_string(segments) + ": must be < 2^63 - 1");
   PK_TRY(check_vector(api + ": out", out, result_dtype(*o, *in), segments, "segments"));
   PK_TRY(check_vector(api + ": offsets", offsets, PK_DTYPE_I64, segments + 1, "segments + 1"));
   red::dtype type{};

@@ -107,7 +107,9 @@ pk_tensor pk_tensor_contiguous(void* data, pk_dtype dtype, int32_t rank, const i
   for (int32_t k = rank - 1; k >= 0; --k) {
     t.shape[k] = shape[k];
     t.strides[k] = stride;
-    stride *= shape[k];
+    // Saturates instead of overflowing: the entry points reject a shape whose element count does not
+    // fit int64 (check_tensor), naming it.
+    if (__builtin_mul_overflow(stride, shape[k], &stride)) stride = INT64_MAX;
   }
   return t;
 }

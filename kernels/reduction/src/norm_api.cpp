@@ -7,6 +7,8 @@
 #include "plan_cache.hpp"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 // The per-target instances (src/rows_<dtype>.cpp, once per built target).
@@ -25,6 +27,9 @@ namespace {
 using reduction::dtype;
 using reduction::row_kind;
 using reduction::row_op;
+
+// Byte offsets are pointer differences: they must fit std::ptrdiff_t (int64 on every supported target).
+constexpr std::int64_t max_byte_offset = PTRDIFF_MAX;
 
 status check_rows(const char* fn, const stream& s, const rows_desc& r, bool needs_y) {
   const std::string f(fn);
@@ -46,6 +51,28 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
   if (needs_y && r.rows > 1 && ys < r.cols)
     return invalid_argument(f + ": rows.y_row_stride = " + std::to_string(ys) + ": must be >= cols = " +
                             std::to_string(r.cols) + " (or -1)");
+  // Extents in checked int64 arithmetic: the last element a view reaches, (rows - 1) * stride + cols,
+  // in bytes, must fit a pointer difference; so must the per-row outputs (rows values of 8 bytes at
+  // most).
+  const int eb = reduction::size_of(r.type);
+  const auto extent_fits = [&](std::int64_t stride) {
+    std::int64_t last = 0, bytes = 0;
+    return !__builtin_mul_overflow(r.rows - 1, stride, &last) && !__builtin_add_overflow(last, r.cols, &last) &&
+           !__builtin_mul_overflow(last, std::int64_t{eb}, &bytes) && bytes <= max_byte_offset;
+  };
+  const auto too_large = [&](const char* stride_name, std::int64_t given) {
+    return invalid_argument(f + ": rows.rows = " + std::to_string(r.rows) + ", rows.cols = " + std::to_string(r.cols) +
+                            ", " + stride_name + " = " + std::to_string(given) +
+                            ": (rows - 1) * row stride + cols elements of " + std::to_string(eb) +
+                            " bytes exceed the largest byte offset (2^63 - 1 bytes)");
+  };
+  if (r.rows > 0 && r.cols > 0) {
+    if (!extent_fits(xs)) return too_large("rows.x_row_stride", r.x_row_stride);
+    if (needs_y && !extent_fits(ys)) return too_large("rows.y_row_stride", r.y_row_stride);
+  }
+  if (r.rows > max_byte_offset / static_cast<std::int64_t>(sizeof(double)))
+    return invalid_argument(f + ": rows.rows = " + std::to_string(r.rows) + ": the per-row outputs (" +
+                            std::to_string(sizeof(double)) + " bytes each at most) exceed the largest byte offset");
   if (r.rows > 0 && r.cols > 0) {
     if (r.x == nullptr) return invalid_argument(f + ": rows.x: must not be null");
     if (needs_y && r.y == nullptr) return invalid_argument(f + ": rows.y: must not be null");

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <sstream>
 
 // The per-target instances (src/reduce_<dtype>.cpp and src/reduce_repro.cpp, once per built target).
@@ -320,6 +322,49 @@ status reduce_reproducible(const stream& s, dtype type, const void* in, std::int
   return dispatch_repro(c, type);
 }
 
+// ---- Limits: element counts, offsets and byte extents in checked int64 arithmetic. ----
+// Byte offsets into a view are pointer differences: they must fit std::ptrdiff_t (int64 on every
+// supported target), which also bounds them below the 64-bit address space.
+constexpr std::int64_t max_byte_offset = PTRDIFF_MAX;
+
+//! "n = <n>: <n> elements of <eb> bytes exceed the largest byte offset" unless n * eb fits.
+status check_count_bytes(const std::string& what, std::int64_t n, int eb) {
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, std::int64_t{eb}, &bytes) || bytes > max_byte_offset)
+    return invalid_argument(what + " = " + std::to_string(n) + ": " + std::to_string(n) + " elements of " +
+                            std::to_string(eb) + " bytes exceed the largest byte offset (2^63 - 1 bytes)");
+  return {};
+}
+
+//! The element count of a view (the product of its extents), overflow-checked.
+status checked_elements(const char* fn, const char* name, const tensor_view& v, std::int64_t& n) {
+  n = 1;
+  for (int d = 0; d < v.rank; ++d)
+    if (__builtin_mul_overflow(n, v.shape[d], &n)) {
+      std::string shape;
+      for (int k = 0; k < v.rank; ++k) shape += (k ? ", " : "") + std::to_string(v.shape[k]);
+      return invalid_argument(std::string(fn) + ": " + name + ".shape = [" + shape +
+                              "]: the element count overflows int64");
+    }
+  return {};
+}
+
+//! The largest byte offset a non-empty view reaches, sum((shape[d] - 1) * stride[d]) + 1 elements of
+//! eb bytes, fits max_byte_offset; the message names the stride whose term does not.
+status check_view_extent(const char* fn, const char* name, const tensor_view& v, int eb) {
+  std::int64_t last = 0;
+  for (int d = 0; d < v.rank; ++d) {
+    std::int64_t term = 0, bytes = 0;
+    if (__builtin_mul_overflow(v.shape[d] - 1, v.stride[d], &term) || __builtin_add_overflow(last, term, &last) ||
+        __builtin_mul_overflow(last + 1, std::int64_t{eb}, &bytes) || bytes > max_byte_offset)
+      return invalid_argument(std::string(fn) + ": " + name + ".stride[" + std::to_string(d) + "] = " +
+                              std::to_string(v.stride[d]) + ": the view's largest offset ((shape - 1) * stride over " +
+                              "the dimensions, in elements of " + std::to_string(eb) +
+                              " bytes) exceeds the largest byte offset (2^63 - 1 bytes)");
+  }
+  return {};
+}
+
 status common_stream_checks(const char* fn, const stream& s) {
   if (!s.valid()) return invalid_argument(std::string(fn) + ": stream: not initialized (use pk::default_stream)");
   return {};
@@ -334,6 +379,7 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
   if (n < 0) return invalid_argument("reduce: n = " + std::to_string(n) + ": must be >= 0");
   if (out == nullptr) return invalid_argument("reduce: out: must not be null");
   if (in == nullptr && n > 0) return invalid_argument("reduce: in: must not be null when n > 0");
+  PK_TRY(check_count_bytes("reduce: n", n, reduction::size_of(type)));
   if (opt.reproducible) {
     if (op != reduce_op::sum || (type != dtype::f32 && type != dtype::f64))
       return unsupported(std::string("reduce: options.reproducible: only the f32 and f64 sums have a reproducible "
@@ -379,6 +425,7 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   if (var == nullptr) return invalid_argument("reduce_mean_var: var: must not be null");
   if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
   const int eb = reduction::size_of(type);
+  PK_TRY(check_count_bytes("reduce_mean_var: n", n, eb));
   const reduction::detail::choice ch =
       cached_choice(s.device(), plan_kind::device, eb, n, 0, 0, [&] { return reduction::plan_reduce(s.device(), n, eb); });
   if (ch.index < 0) return unsupported("reduce_mean_var: no compiled policy fits " + s.device().name + ": " + ch.why);
@@ -413,12 +460,17 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   if (out == nullptr) return invalid_argument("segmented_reduce: out: must not be null");
   if (in == nullptr) return invalid_argument("segmented_reduce: in: must not be null");
   const int eb = reduction::size_of(type);
+  // segments + 1 int64 offsets, segments outputs.
+  if (segments == INT64_MAX) return check_count_bytes("segmented_reduce: segments", segments, 8);
+  PK_TRY(check_count_bytes("segmented_reduce: segments", segments + 1, static_cast<int>(sizeof(std::int64_t))));
+  PK_TRY(check_count_bytes("segmented_reduce: segments", segments, is_arg(op) ? 8 : eb));
   // The total length is not known on the host (offsets live on the device): plan for segments of a
-  // few thousand elements, the common case of the benchmarks.
+  // few thousand elements, the common case of the benchmarks (saturated: only the cost model sees it).
   constexpr std::int64_t assumed_segment_len = 4096;
-  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, segments,
-                                               segments * assumed_segment_len, 0, [&] {
-    return reduction::plan_segmented(s.device(), segments, segments * assumed_segment_len, eb);
+  const std::int64_t assumed_total =
+      segments > INT64_MAX / assumed_segment_len ? INT64_MAX : segments * assumed_segment_len;
+  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, segments, assumed_total, 0, [&] {
+    return reduction::plan_segmented(s.device(), segments, assumed_total, eb);
   });
   if (ch.index < 0) return unsupported("segmented_reduce: no compiled policy fits " + s.device().name + ": " + ch.why);
   PK_TRY(force_policy("segmented_reduce", ch, opt.policy));
@@ -449,7 +501,6 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
   if (axis < 0 || axis >= in.rank)
     return invalid_argument("reduce_axis: axis = " + std::to_string(axis) + ": must be in [0, in.rank = " +
                             std::to_string(in.rank) + ")");
-  std::int64_t in_elems = 1;
   for (int d = 0; d < in.rank; ++d) {
     if (in.shape[d] < 0)
       return invalid_argument("reduce_axis: in.shape[" + std::to_string(d) + "] = " + std::to_string(in.shape[d]) +
@@ -457,8 +508,9 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
     if (in.stride[d] < 0)
       return invalid_argument("reduce_axis: in.stride[" + std::to_string(d) + "] = " + std::to_string(in.stride[d]) +
                               ": must be >= 0");
-    in_elems *= in.shape[d];
   }
+  std::int64_t in_elems = 1;
+  PK_TRY(checked_elements(fn, "in", in, in_elems));
   const int out_rank = in.rank - 1;
   if (out.rank != out_rank)
     return invalid_argument("reduce_axis: out.rank = " + std::to_string(out.rank) + ": must be in.rank - 1 = " +
@@ -480,12 +532,16 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
     map.outer_shape[o] = in.shape[d];
     map.in_stride[o] = in.stride[d];
     map.out_stride[o] = out.stride[o];
-    outputs *= in.shape[d];
+    if (__builtin_mul_overflow(outputs, in.shape[d], &outputs))  // only when the reduced extent is 0
+      return invalid_argument("reduce_axis: out.shape: the element count overflows int64");
     ++o;
   }
   map.outer_rank = out_rank;
   map.len = in.shape[axis];
   map.axis_stride = in.stride[axis];
+  const int out_eb = reduction::size_of(want);
+  if (in_elems > 0) PK_TRY(check_view_extent(fn, "in", in, reduction::size_of(in.type)));
+  if (outputs > 0) PK_TRY(check_view_extent(fn, "out", out, out_eb));
   if (outputs == 0) return {};
   if (out.data == nullptr) return invalid_argument("reduce_axis: out.data: must not be null");
   if (in.data == nullptr && in_elems > 0) return invalid_argument("reduce_axis: in.data: must not be null");

@@ -208,6 +208,92 @@ static void check_rows_and_attention(const char* device) {
   CHECK(pk_stream_destroy(s) == PK_SUCCESS);
 }
 
+/* Extents whose products overflow int64 (or whose byte extent exceeds the address space) must be
+ * rejected with PK_ERROR_INVALID_ARGUMENT naming the argument, writing nothing: no wrapped element
+ * count ([2^32, 2^32] wraps to 0, [2^61 + 1, 8] to 8) may reach a kernel. The output is poisoned and
+ * checked afterwards. Run on each emulated arch family. */
+static void check_overflow_on(const char* device) {
+  pk_stream_t s = NULL;
+  const pk_status created = pk_stream_create_host(device, &s);
+  CHECK(created == PK_SUCCESS);
+  if (created != PK_SUCCESS) {
+    fprintf(stderr, "pk_stream_create_host(%s): %s\n", device, pk_last_error_message());
+    return;
+  }
+  float* x = NULL;
+  float* res = NULL;
+  CHECK(pk_malloc(s, 64 * sizeof(float), (void**)&x) == PK_SUCCESS);
+  CHECK(pk_malloc(s, 64 * sizeof(float), (void**)&res) == PK_SUCCESS);
+  const float poison_value = -12345.0f;
+  float poison_block[64];
+  for (int i = 0; i < 64; ++i) poison_block[i] = poison_value;
+  CHECK(pk_memcpy_h2d(s, x, poison_block, sizeof poison_block) == PK_SUCCESS);
+  CHECK(pk_memcpy_h2d(s, res, poison_block, sizeof poison_block) == PK_SUCCESS);
+  const pk_tensor out = pk_tensor_scalar(res, PK_DTYPE_F32);
+
+  const int64_t wraps_to_zero[2] = {(int64_t)1 << 32, (int64_t)1 << 32};
+  pk_tensor t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, wraps_to_zero);
+  EXPECT_ERROR(pk_reduce_sum(s, &t, &out), PK_ERROR_INVALID_ARGUMENT, "in: shape");
+  EXPECT_ERROR(pk_reduce(s, PK_REDUCE_MAX, &t, &out, NULL), PK_ERROR_INVALID_ARGUMENT, "in: shape");
+  const int64_t wraps_to_eight[2] = {((int64_t)1 << 61) + 1, 8};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, wraps_to_eight);
+  EXPECT_ERROR(pk_reduce_sum(s, &t, &out), PK_ERROR_INVALID_ARGUMENT, "in: shape");
+  pk_tensor mean_t = pk_tensor_scalar(res, PK_DTYPE_F32), var_t = pk_tensor_scalar(res + 1, PK_DTYPE_F32);
+  EXPECT_ERROR(pk_reduce_mean_var(s, &t, &mean_t, &var_t, 0), PK_ERROR_INVALID_ARGUMENT, "in: shape");
+  /* The element count fits, the bytes do not: 2^62 f32 elements are 2^64 bytes. */
+  const int64_t too_many_bytes[1] = {(int64_t)1 << 62};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F32, 1, too_many_bytes);
+  EXPECT_ERROR(pk_reduce_sum(s, &t, &out), PK_ERROR_INVALID_ARGUMENT, "bytes");
+  /* The output's shape is checked the same way (2^32 * 2^32 wraps to 0). */
+  const pk_tensor o = pk_tensor_contiguous(res, PK_DTYPE_F32, 2, wraps_to_zero);
+  const pk_tensor in64 = pk_tensor_1d(x, PK_DTYPE_F32, 64);
+  EXPECT_ERROR(pk_reduce_sum(s, &in64, &o), PK_ERROR_INVALID_ARGUMENT, "out: shape");
+  /* Along an axis: the strided view's largest offset exceeds int64. */
+  const int64_t big2[2] = {(int64_t)1 << 32, (int64_t)1 << 32};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, big2);
+  pk_tensor ro = pk_tensor_1d(res, PK_DTYPE_F32, (int64_t)1 << 32);
+  EXPECT_ERROR(pk_reduce_axis(s, PK_REDUCE_SUM, &t, 1, &ro, NULL), PK_ERROR_INVALID_ARGUMENT, "in");
+  const int64_t two_by_two[2] = {2, 2};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, two_by_two);
+  t.strides[0] = (int64_t)1 << 62; /* offset 2^62 elements = 2^64 bytes */
+  ro = pk_tensor_1d(res, PK_DTYPE_F32, 2);
+  EXPECT_ERROR(pk_reduce_axis(s, PK_REDUCE_SUM, &t, 1, &ro, NULL), PK_ERROR_INVALID_ARGUMENT, "in.stride[0]");
+  /* Segmented: segments + 1 offsets must not wrap. */
+  pk_tensor seg_out = pk_tensor_1d(res, PK_DTYPE_F32, INT64_MAX);
+  pk_tensor seg_off = pk_tensor_1d(x, PK_DTYPE_I64, INT64_MIN);
+  EXPECT_ERROR(pk_segmented_reduce(s, PK_REDUCE_SUM, &in64, &seg_off, &seg_out, NULL), PK_ERROR_INVALID_ARGUMENT,
+               "segments");
+  /* Row operations: rows * row stride. */
+  const int64_t rows_shape[2] = {(int64_t)1 << 40, (int64_t)1 << 30};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, rows_shape);
+  EXPECT_ERROR(pk_softmax(s, &t, &t), PK_ERROR_INVALID_ARGUMENT, "x: shape");
+  EXPECT_ERROR(pk_log_softmax(s, &t, &t), PK_ERROR_INVALID_ARGUMENT, "x: shape");
+  pk_tensor w = pk_tensor_1d(res, PK_DTYPE_F32, (int64_t)1 << 30);
+  EXPECT_ERROR(pk_layer_norm(s, &t, &t, &w, NULL, 1e-5, NULL, NULL), PK_ERROR_INVALID_ARGUMENT, "x: shape");
+  EXPECT_ERROR(pk_rms_norm(s, &t, &t, &w, 1e-5, NULL), PK_ERROR_INVALID_ARGUMENT, "x: shape");
+  pk_tensor rm = pk_tensor_1d(res, PK_DTYPE_F32, (int64_t)1 << 40);
+  EXPECT_ERROR(pk_row_mean_var(s, &t, &rm, &rm, 0), PK_ERROR_INVALID_ARGUMENT, "x: shape");
+  /* Six elements, but rows 2^61 f64 elements apart: 2^65 bytes. */
+  const int64_t three_by_two[2] = {3, 2};
+  t = pk_tensor_contiguous(x, PK_DTYPE_F64, 2, three_by_two);
+  t.strides[0] = (int64_t)1 << 61;
+  EXPECT_ERROR(pk_softmax(s, &t, &t), PK_ERROR_INVALID_ARGUMENT, "rows.x_row_stride");
+
+  float after[64];
+  CHECK(pk_stream_synchronize(s) == PK_SUCCESS);
+  CHECK(pk_memcpy_d2h(s, after, res, sizeof after) == PK_SUCCESS);
+  int untouched = 1;
+  for (int i = 0; i < 64; ++i) untouched = untouched && after[i] == poison_value;
+  CHECK(untouched);
+  CHECK(pk_memcpy_d2h(s, after, x, sizeof after) == PK_SUCCESS);
+  for (int i = 0; i < 64; ++i) untouched = untouched && after[i] == poison_value;
+  CHECK(untouched);
+  printf("ok: overflowing extents rejected on %s\n", device);
+  CHECK(pk_free(s, x) == PK_SUCCESS);
+  CHECK(pk_free(s, res) == PK_SUCCESS);
+  CHECK(pk_stream_destroy(s) == PK_SUCCESS);
+}
+
 static void check_bad_calls(void) {
   pk_stream_t s = NULL;
   CHECK(pk_stream_create_host("A100-SXM4-80GB", &s) == PK_SUCCESS);
@@ -351,6 +437,9 @@ static void check_bad_calls(void) {
 int main(void) {
   for (int i = 0; i < n_elements; ++i) host_x[i] = (float)(i % 19) * 0.25f;
   check_bad_calls();
+  check_overflow_on("RTX 3090");
+  check_overflow_on("MI300X");
+  check_overflow_on("RX 7900 XTX");
   /* One device per emulated arch family: sm80 (wave32 mma.sync), gfx942 (wave64), gfx1100 (wave32 WMMA). */
   check_sum_on("RTX 3090");
   check_sum_on("MI300X");

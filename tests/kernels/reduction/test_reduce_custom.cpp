@@ -72,6 +72,21 @@ TEST_P(ReduceCustom, StructAndIntegerOperatorsExact) {
   }
 }
 
+TEST_P(ReduceCustom, CountWhoseBytesOverflowIsRejected) {
+  PK_TEST_STREAM(GetParam(), s);
+  device_buffer<std::uint32_t> in, out;
+  ASSERT_TRUE(in.allocate(s, 4));
+  ASSERT_TRUE(out.allocate(s, 1));
+  ASSERT_TRUE(out.upload({0xdeadbeefu}));
+  // 2^62 four-byte elements are 2^64 bytes.
+  const status st = xor_on(s, in.data(), std::int64_t{1} << 62, out.data());
+  EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+  EXPECT_NE(st.message().find("n = 4611686018427387904"), std::string::npos) << st.message();
+  std::vector<std::uint32_t> r;
+  ASSERT_TRUE(out.download(r));
+  EXPECT_EQ(r[0], 0xdeadbeefu) << "nothing may be written";
+}
+
 TEST_P(ReduceCustom, StreamOfAnotherTargetIsRejected) {
   PK_TEST_STREAM(GetParam(), s);
   if (!target_built(target::host_gfx942) || s.code_target() == target::host_gfx942) GTEST_SKIP() << "needs two targets";

@@ -19,6 +19,8 @@
 #include <pk/reduction/detail/reduce_launch.hpp>
 #include <pk/reduction/reduce.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -37,6 +39,9 @@ status reduce_custom(const stream& s, const T* in, std::int64_t n, T* out, Op op
   if (n < 0) return invalid_argument("reduce_custom: n = " + std::to_string(n) + ": must be >= 0");
   if (out == nullptr) return invalid_argument("reduce_custom: out: must not be null");
   if (in == nullptr && n > 0) return invalid_argument("reduce_custom: in: must not be null when n > 0");
+  if (n > static_cast<std::int64_t>(PTRDIFF_MAX / sizeof(T)))
+    return invalid_argument("reduce_custom: n = " + std::to_string(n) + ": " + std::to_string(n) + " elements of " +
+                            std::to_string(sizeof(T)) + " bytes exceed the largest byte offset (2^63 - 1 bytes)");
   if (opt.reproducible) return unsupported("reduce_custom: options.reproducible: only the f32/f64 sums have it");
   const int eb = static_cast<int>(sizeof(T));
   archdb::plan p = reduction::plan_reduce(s.device(), n, eb);

@@ -1,0 +1,186 @@
+// Limits of every reduction entry point: extents whose products overflow int64, strided views whose
+// largest byte offset does not fit the address space, and counts whose byte size does not. Each must
+// return invalid_argument naming the argument, and write nothing (outputs are poisoned and checked).
+// Also the one `void* out` of pk::reduce: exactly one value of the input type (sum/prod/min/max) or
+// one int64 index (argmin/argmax) is written there, nothing around it.
+#include "reduce_test_util.hpp"
+
+#include <cstdint>
+
+namespace pk::test {
+namespace {
+using namespace red;
+
+class ReduceLimits : public ::testing::TestWithParam<backend_param> {};
+
+constexpr std::int64_t two_pow(int k) { return std::int64_t{1} << k; }
+
+void expect_invalid(const status& st, const char* needle) {
+  EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+  EXPECT_NE(st.message().find(needle), std::string::npos) << "message should name '" << needle << "': " << st.message();
+}
+
+//! A small poisoned buffer: the "memory" behind every oversized view below. Nothing may be written.
+struct poisoned {
+  device_buffer<float> buf;
+  explicit poisoned(const stream& s) {
+    EXPECT_TRUE(buf.allocate(s, 64));
+    EXPECT_TRUE(buf.upload(std::vector<float>(64, poison<float>())));
+  }
+  void expect_untouched(const stream& s) {
+    ASSERT_TRUE(synchronize(s));
+    std::vector<float> got;
+    ASSERT_TRUE(buf.download(got));
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(is_nan(got[i])) << "element " << i << " was written";
+  }
+};
+
+TEST_P(ReduceLimits, DeviceWideCountsWhoseBytesOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned in(s), out(s);
+  // 2^62 f32 elements are 2^64 bytes; 2^61 + 1 f64 elements too.
+  expect_invalid(reduce_sum<float>(s, in.buf.data(), two_pow(62), out.buf.data()), "n = ");
+  expect_invalid(reduce(s, reduce_op::max, dtype::f64, in.buf.data(), two_pow(61) + 1, out.buf.data()), "n = ");
+  expect_invalid(reduce(s, reduce_op::argmax, dtype::bf16, in.buf.data(), INT64_MAX, out.buf.data()), "n = ");
+  reduce_options o;
+  o.reproducible = true;
+  expect_invalid(reduce(s, reduce_op::sum, dtype::f32, in.buf.data(), two_pow(62), out.buf.data(), o), "n = ");
+  expect_invalid(reduce_mean_var(s, dtype::f64, in.buf.data(), two_pow(61) + 1, out.buf.data(), out.buf.data() + 2),
+                 "n = ");
+  out.expect_untouched(s);
+}
+
+TEST_P(ReduceLimits, AxisShapesWhoseProductsOrOffsetsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned in(s), out(s);
+  // [2^32, 2^32]: 2^64 elements (a wrapped product is 0).
+  tensor_view v;
+  v.data = in.buf.data();
+  v.type = dtype::f32;
+  v.rank = 2;
+  v.shape[0] = two_pow(32);
+  v.shape[1] = two_pow(32);
+  v.stride[0] = two_pow(32);
+  v.stride[1] = 1;
+  tensor_view o;
+  o.data = out.buf.data();
+  o.type = dtype::f32;
+  o.rank = 1;
+  o.shape[0] = two_pow(32);
+  o.stride[0] = 1;
+  expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "in.shape");
+  // [2^61 + 1, 8] wraps to 8 elements.
+  v.shape[0] = two_pow(61) + 1;
+  v.shape[1] = 8;
+  v.stride[0] = 8;
+  o.shape[0] = v.shape[0];
+  expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "in.shape");
+  // Few elements, far apart: the largest offset (2^62 elements = 2^64 bytes) does not fit.
+  v.shape[0] = 2;
+  v.shape[1] = 2;
+  v.stride[0] = two_pow(62);
+  v.stride[1] = 1;
+  o.shape[0] = 2;
+  expect_invalid(reduce_axis(s, reduce_op::max, v, 1, o), "in.stride[0]");
+  // (shape - 1) * stride itself overflows.
+  v.shape[0] = 3;
+  v.stride[0] = INT64_MAX / 2 + 1;
+  o.shape[0] = 3;
+  expect_invalid(reduce_axis(s, reduce_op::max, v, 1, o), "in.stride[0]");
+  // The output view's offsets too.
+  v.shape[0] = 2;
+  v.stride[0] = 2;
+  o.shape[0] = 2;
+  o.stride[0] = two_pow(62);
+  expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "out.stride[0]");
+  out.expect_untouched(s);
+}
+
+TEST_P(ReduceLimits, SegmentCountsWhoseOffsetsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned in(s), out(s);
+  device_buffer<std::int64_t> offsets;
+  ASSERT_TRUE(offsets.allocate(s, 4));
+  ASSERT_TRUE(offsets.upload({0, 1, 2, 3}));
+  // segments + 1 int64 offsets are more than 2^63 bytes.
+  expect_invalid(segmented_reduce(s, reduce_op::sum, dtype::f32, in.buf.data(), INT64_MAX, offsets.data(),
+                                  out.buf.data()),
+                 "segments = ");
+  expect_invalid(segmented_reduce(s, reduce_op::argmin, dtype::f32, in.buf.data(), two_pow(60), offsets.data(),
+                                  out.buf.data()),
+                 "segments = ");
+  out.expect_untouched(s);
+}
+
+TEST_P(ReduceLimits, RowExtentsWhoseProductsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned x(s), y(s);
+  rows_desc r{dtype::f32, x.buf.data(), y.buf.data(), two_pow(40), two_pow(30)};  // 2^70 elements
+  expect_invalid(softmax(s, r), "rows.rows");
+  expect_invalid(log_softmax(s, r), "rows.rows");
+  norm_args a;
+  a.rows = r;
+  a.weight = x.buf.data();
+  expect_invalid(layer_norm(s, a), "rows.rows");
+  expect_invalid(rms_norm(s, a), "rows.rows");
+  expect_invalid(row_mean_var(s, r, y.buf.data(), y.buf.data() + 1), "rows.rows");
+  // A row stride whose (rows - 1) * stride fits int64 elements but not bytes.
+  rows_desc st{dtype::f64, x.buf.data(), y.buf.data(), 3, 2, two_pow(61), 2};
+  expect_invalid(softmax(s, st), "rows.x_row_stride");
+  st.x_row_stride = 2;
+  st.y_row_stride = two_pow(61);
+  expect_invalid(softmax(s, st), "rows.y_row_stride");
+  // Row outputs: rows fp32/fp64 values of mean and variance (cols = 0 still writes them).
+  rows_desc empty_cols{dtype::f64, x.buf.data(), nullptr, two_pow(61), 0};
+  expect_invalid(row_mean_var(s, empty_cols, y.buf.data(), y.buf.data() + 1), "rows.rows");
+  y.expect_untouched(s);
+  x.expect_untouched(s);
+}
+
+//! pk::reduce's `out`: exactly sizeof(T) bytes for a value, 8 for an index, nothing around them.
+template <class T>
+void check_out_bytes(const stream& s, reduce_op op, std::uint64_t sd) {
+  SCOPED_TRACE(std::string(to_string(op)) + " " + reduction::to_string(reduction::dtype_of<T>));
+  const auto h = gen<T>(op, 1001, sd);
+  auto in = upload_padded(s, h);
+  constexpr std::uint8_t fill = 0xA5;
+  device_buffer<std::uint8_t> out;
+  ASSERT_TRUE(out.allocate(s, 32));
+  ASSERT_TRUE(out.upload(std::vector<std::uint8_t>(32, fill)));
+  const std::size_t at = 8;  // aligned for every result type
+  ASSERT_TRUE(reduce(s, op, reduction::dtype_of<T>, in.data(), 1001, out.data() + at));
+  ASSERT_TRUE(synchronize(s));
+  std::vector<std::uint8_t> got;
+  ASSERT_TRUE(out.download(got));
+  const bool index = op == reduce_op::argmin || op == reduce_op::argmax;
+  const std::size_t bytes = index ? sizeof(std::int64_t) : sizeof(T);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (i < at || i >= at + bytes) ASSERT_EQ(got[i], fill) << "byte " << i << " outside the result was written";
+  if (index) {
+    std::int64_t idx = 0;
+    std::memcpy(&idx, got.data() + at, sizeof idx);
+    EXPECT_EQ(idx, ref_index(op, h.data(), 1001));
+  } else {
+    T v;
+    std::memcpy(&v, got.data() + at, sizeof v);
+    EXPECT_TRUE(same(v, ref_value(op, h.data(), 1001))) << show(v);
+  }
+}
+
+TEST_P(ReduceLimits, OutReceivesOneValueOfTheInputTypeOrOneInt64Index) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  check_out_bytes<std::uint8_t>(s, reduce_op::max, sd);
+  check_out_bytes<std::uint8_t>(s, reduce_op::argmax, sd);
+  check_out_bytes<fp16>(s, reduce_op::sum, sd);
+  check_out_bytes<bf16>(s, reduce_op::min, sd);
+  check_out_bytes<std::int32_t>(s, reduce_op::prod, sd);
+  check_out_bytes<float>(s, reduce_op::argmin, sd);
+  check_out_bytes<double>(s, reduce_op::sum, sd);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReduceLimits, ::testing::ValuesIn(all_backends()), param_name);
+
+}  // namespace
+}  // namespace pk::test
