@@ -22,16 +22,14 @@ constexpr std::array dtype_table{
     dtype_entry{PK_DTYPE_F32, pk::dtype::f32},
 };
 
-//! Rank of the attention layout: [batch, seqlen, heads, head_dim].
-constexpr std::int32_t attention_rank = 4;
-
-//! A C descriptor as the attention family's 4-D view. Rank 3 (packed variable-length tokens
-//! [total, heads, head_dim]) becomes batch 1.
+//! A C descriptor as a pk::tensor_view of the same rank: pk::attention_forward applies one rule to
+//! both APIs (rank 4 [batch, seqlen, heads, head_dim], or rank 3 [tokens, heads, head_dim] as batch 1).
+//! Only ranks a tensor_view holds pass here; the C++ entry point names any other rank's rule.
 status to_view(const std::string& where, const pk_tensor* t, pk::tensor_view& v) {
   PK_TRY(check_tensor(where, t));
-  if (t->rank != attention_rank && t->rank != attention_rank - 1)
-    return pk::invalid_argument(where + ": rank = " + std::to_string(t->rank) +
-                                ": must be 4 ([batch, seqlen, heads, head_dim]) or 3 (packed tokens [total, heads, head_dim])");
+  if (t->rank != 4 && t->rank != 3)
+    return pk::invalid_argument(where + ": rank " + std::to_string(t->rank) +
+                                " must be 4 ([batch, seqlen, heads, head_dim]) or 3 ([tokens, heads, head_dim], batch 1)");
   bool known = false;
   for (const dtype_entry& e : dtype_table)
     if (e.c == t->dtype) {
@@ -40,15 +38,10 @@ status to_view(const std::string& where, const pk_tensor* t, pk::tensor_view& v)
     }
   if (!known) return pk::unsupported(where + ": dtype " + dtype_name(t->dtype) + " is not a dtype of the attention family");
   v.data = t->data;
-  v.rank = attention_rank;
-  const std::int32_t lead = attention_rank - t->rank;  // 1 for packed tokens
-  if (lead == 1) {
-    v.shape[0] = 1;
-    v.stride[0] = 0;
-  }
+  v.rank = t->rank;
   for (std::int32_t k = 0; k < t->rank; ++k) {
-    v.shape[k + lead] = t->shape[k];
-    v.stride[k + lead] = t->strides[k];
+    v.shape[k] = t->shape[k];
+    v.stride[k] = t->strides[k];
   }
   return {};
 }

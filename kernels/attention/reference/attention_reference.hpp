@@ -14,10 +14,10 @@ struct mask {
   int seqlen_q = 0, seqlen_k = 0;
   bool causal = false;
   int window_left = -1, window_right = -1;
-  //! Whether query i sees key j (bottom-right aligned diagonal).
-  [[nodiscard]] bool allowed(int i, int j) const {
-    const int diag = seqlen_k - seqlen_q;
-    const int right = causal ? 0 : window_right;
+  //! Whether query i sees key j (bottom-right aligned diagonal). In 64 bits: windows go up to INT_MAX.
+  [[nodiscard]] bool allowed(std::int64_t i, std::int64_t j) const {
+    const std::int64_t diag = std::int64_t{seqlen_k} - seqlen_q;
+    const std::int64_t right = causal ? 0 : window_right;
     if (right >= 0 && j > i + diag + right) return false;
     if (window_left >= 0 && j < i + diag - window_left) return false;
     return true;

@@ -2,6 +2,7 @@
 #include <pk/attention/attention.hpp>
 #include <pk/attention/attention_policy.hpp>
 #include <pk/attention/detail/attention_call.hpp>
+#include <pk/attention/detail/attention_mask.hpp>
 #include <pk/config.hpp>
 
 #include <algorithm>
@@ -67,15 +68,11 @@ int estimated_regs(const archdb::device_desc& d, const policy& p, int head_dim) 
   return std::min(acc + frags + regs_allowance, cap > 0 ? cap : 255);
 }
 
-// Key tiles the kernel visits for query block mb (the kernel's own range formula).
+// Key tiles the kernel visits for query block mb: the kernel's own range (attention_mask.hpp), in 64-bit
+// arithmetic, so unclamped windows up to INT_MAX (a caller of plan()) count right.
 std::int64_t tiles_of_block(const attention_problem& pr, int bm, int bn, std::int64_t mb) {
-  const std::int64_t sq = pr.seqlen_q, sk = pr.seqlen_k, diag = sk - sq;
-  const std::int64_t m0 = mb * bm, m_last = std::min(m0 + bm, sq) - 1;
-  const int right = pr.causal ? 0 : pr.window_right;
-  std::int64_t hi = sk, lo = 0;
-  if (right >= 0) hi = std::min(hi, m_last + diag + right + 1);
-  if (pr.window_left >= 0) lo = std::max<std::int64_t>(0, m0 + diag - pr.window_left);
-  return hi > lo ? (hi - 1) / bn - lo / bn + 1 : 0;
+  return key_tiles_of_block(mb * bm, bm, bn, pr.seqlen_q, pr.seqlen_k, pr.window_left, pr.causal ? 0 : pr.window_right)
+      .count();
 }
 
 // Mean shared-memory clock assumed for the bandwidth term: archdb has no clock field, and the boost
@@ -180,6 +177,48 @@ namespace {
 
 status bad(const std::string& m) { return invalid_argument("attention_forward: " + m); }
 
+constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+// The largest query or key tile of any candidate policy. The kernel forms positions up to a sequence
+// length plus one tile (the rows and keys of a partial last tile) in 32 bits.
+constexpr std::int64_t largest_tile = [] {
+  int m = 0;
+  for (const attention::family f : {attention::family::nvidia, attention::family::amd})
+    for (const int hd : attention::head_dims)
+      for (const attention::policy& p : attention::candidates(f, hd)) m = std::max({m, p.block_m, p.block_n});
+  return m;
+}();
+// Longest sequence (or packed token count) accepted.
+constexpr std::int64_t max_seqlen = int_max - largest_tile;
+
+// a * b + c for non-negative operands, or -1 when an operand is negative (an earlier overflow) or the
+// result leaves int64.
+std::int64_t mul_add(std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || b < 0 || c < 0 || (a != 0 && b > (int64_max - c) / a)) return -1;
+  return a * b + c;
+}
+
+// q/k/v/out as the rank-4 view the kernel takes: rank 3 [tokens, heads, head_dim] is rank 4 with batch 1.
+// The stride of a dimension of extent 1 is never used: it is set to 0 (so any value is accepted).
+status to_rank4(const char* name, const tensor_view& t, tensor_view& out) {
+  if (t.rank != 4 && t.rank != 3)
+    return bad(std::string(name) + ": rank " + std::to_string(t.rank) +
+               " must be 4 ([batch, seqlen, heads, head_dim]) or 3 ([tokens, heads, head_dim], batch 1)");
+  out = t;
+  if (t.rank == 3) {
+    out.rank = 4;
+    for (int i = 3; i > 0; --i) {
+      out.shape[i] = t.shape[i - 1];
+      out.stride[i] = t.stride[i - 1];
+    }
+    out.shape[0] = 1;
+  }
+  for (int i = 0; i < 3; ++i)
+    if (out.shape[i] == 1) out.stride[i] = 0;
+  return {};
+}
+
 status check_view(const char* name, const tensor_view& t, dtype type, int head_dim) {
   if (t.type != type)
     return bad(std::string(name) + ": dtype " + to_string(t.type) + " differs from q's " + to_string(type));
@@ -196,21 +235,84 @@ status check_view(const char* name, const tensor_view& t, dtype type, int head_d
     if (t.stride[i] % 8 != 0 || t.stride[i] < 0)
       return bad(std::string(name) + ": stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
                  " must be a non-negative multiple of 8 elements (16-byte rows)");
+  if (t.shape[1] > max_seqlen)
+    return unsupported("attention_forward: " + std::string(name) + ": seqlen " + std::to_string(t.shape[1]) +
+                       " exceeds " + std::to_string(max_seqlen) + " (2^31 - 1 less one tile: 32-bit positions)");
+  // The byte offset of the last element, as the kernel forms it, must fit 64 bits.
+  if (!empty) {
+    std::int64_t last = t.shape[3] - 1;
+    for (int i = 0; i < 3 && last >= 0; ++i) last = mul_add(t.shape[i] - 1, t.stride[i], last);
+    if (last < 0 || last > int64_max / size_of(type) - 1)
+      return bad(std::string(name) + ": the offset of the last element (sum of (shape[i] - 1) * stride[i]) in bytes "
+                 "exceeds 2^63 - 1");
+  }
   return {};
+}
+
+// out is written by many blocks at once: no two of its elements may share memory. Sufficient rule:
+// taken by increasing stride, each dimension's stride is at least the span of the ones before it.
+status check_out_distinct(const tensor_view& t) {
+  int dims[3] = {0, 1, 2};
+  std::sort(dims, dims + 3, [&](int x, int y) { return t.stride[x] < t.stride[y]; });
+  std::int64_t span = t.shape[3];
+  for (const int i : dims) {
+    if (t.shape[i] <= 1) continue;
+    if (t.stride[i] < span)
+      return bad("out: stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
+                 " makes elements overlap (each stride must be at least the span of the faster dimensions, " +
+                 std::to_string(span) + ")");
+    span = mul_add(t.shape[i] - 1, t.stride[i], span);
+  }
+  return {};
+}
+
+// The offsets of one varlen operand: cu[0] >= 0, non-decreasing, cu[batch] <= the packed token count,
+// every length <= the declared maximum. Read where device memory is host memory (the emulator): on a
+// GPU the check would cost a copy and a synchronization, so there it is the caller's precondition.
+status check_cu_seqlens(const char* name, const std::int32_t* cu, int batch, std::int64_t tokens, int max_len,
+                        const char* max_name) {
+  if (cu[0] < 0) return bad(std::string(name) + "[0] = " + std::to_string(cu[0]) + " must be >= 0");
+  for (int b = 0; b < batch; ++b) {
+    const std::int64_t len = std::int64_t{cu[b + 1]} - cu[b];
+    if (len < 0)
+      return bad(std::string(name) + ": must be non-decreasing (" + name + "[" + std::to_string(b + 1) + "] = " +
+                 std::to_string(cu[b + 1]) + " < " + name + "[" + std::to_string(b) + "] = " + std::to_string(cu[b]) + ")");
+    if (len > max_len)
+      return bad(std::string(name) + ": sequence " + std::to_string(b) + " has " + std::to_string(len) + " tokens, more than " +
+                 max_name + " = " + std::to_string(max_len));
+  }
+  if (cu[batch] > tokens)
+    return bad(std::string(name) + "[" + std::to_string(batch) + "] = " + std::to_string(cu[batch]) +
+               " exceeds the packed token count " + std::to_string(tokens));
+  return {};
+}
+
+// A window bound that reaches past every key of every row masks nothing: -1 (see attention.hpp). With
+// seqlen_q/seqlen_k the longest possible sequence (fixed length: the lengths; varlen: the packed token
+// counts, which bound every sequence), no row's keys change. The kernel and the planner form window sums
+// in 64 bits as well; the clamp keeps INT_MAX-sized bounds out of the parameter block altogether.
+struct windows {
+  int left, right;
+};
+windows effective_windows(bool causal, int window_left, int window_right, std::int64_t seqlen_q, std::int64_t seqlen_k) {
+  const int right = causal ? 0 : window_right;
+  return {window_left >= seqlen_k - 1 ? -1 : window_left, right >= seqlen_q - 1 ? -1 : right};
 }
 
 }  // namespace
 
-status attention_forward(const stream& s, const attention_args& a) {
+status attention_forward(const stream& s, const attention_args& args) {
   if (!s.valid()) return bad("stream: not initialized (use pk::default_stream)");
-  for (const auto& [name, t] : {std::pair{"q", &a.q}, std::pair{"k", &a.k}, std::pair{"v", &a.v}, std::pair{"out", &a.out}})
-    if (t->rank != 4)
-      return bad(std::string(name) + ": rank " + std::to_string(t->rank) + " must be 4 ([batch, seqlen, heads, head_dim])");
+  attention_args a = args;
+  PK_TRY(to_rank4("q", args.q, a.q));
+  PK_TRY(to_rank4("k", args.k, a.k));
+  PK_TRY(to_rank4("v", args.v, a.v));
+  PK_TRY(to_rank4("out", args.out, a.out));
   const dtype type = a.q.type;
   if (type != dtype::bf16 && type != dtype::f16)
     return unsupported(std::string("attention_forward: q: dtype ") + to_string(type) + " is not supported (bf16, f16)");
   const std::int64_t d = a.q.shape[3];
-  if (!attention::supported_head_dim(static_cast<int>(d)))
+  if (d < 0 || d > attention::head_dims.back() || !attention::supported_head_dim(static_cast<int>(d)))
     return unsupported("attention_forward: q: head_dim " + std::to_string(d) + " is not supported (32, 64, 96, 128, 192, 256)");
   PK_TRY(check_view("q", a.q, type, static_cast<int>(d)));
   PK_TRY(check_view("k", a.k, type, static_cast<int>(d)));
@@ -225,13 +327,19 @@ status attention_forward(const stream& s, const attention_args& a) {
   if (a.k.shape[1] != a.v.shape[1]) return bad("v: seqlen " + std::to_string(a.v.shape[1]) + " differs from k's " + std::to_string(a.k.shape[1]));
   if (a.out.shape[1] != a.q.shape[1] || a.out.shape[0] != a.q.shape[0])
     return bad("out: shape must equal q's [batch, seqlen_q, heads_q, head_dim]");
-  if (a.softmax_scale < 0 || !std::isfinite(a.softmax_scale))
-    return bad("softmax_scale: " + std::to_string(a.softmax_scale) + " must be positive and finite (0: 1/sqrt(head_dim))");
+  PK_TRY(check_out_distinct(a.out));
+  const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale_log2 = scale * 1.44269504088896340736f;  // log2(e)
+  if (a.softmax_scale < 0 || !std::isfinite(a.softmax_scale) || !std::isfinite(scale_log2))
+    return bad("softmax_scale: " + std::to_string(a.softmax_scale) +
+               " must be positive and finite, also times log2(e) (0: 1/sqrt(head_dim))");
   if (a.window_left < -1 || a.window_right < -1) return bad("window_left/window_right: must be >= -1 (-1: unbounded)");
   if (reinterpret_cast<std::uintptr_t>(a.lse) % alignof(float) != 0) return bad("lse: must be 4-byte aligned");
   const bool varlen = a.cu_seqlens_q != nullptr || a.cu_seqlens_k != nullptr;
   if (varlen && (a.cu_seqlens_q == nullptr || a.cu_seqlens_k == nullptr))
     return bad("cu_seqlens_q/cu_seqlens_k: give both or neither");
+  // The LSE's offsets fit 64 bits: out's distinct elements (checked above) bound its row count, and an
+  // LSE row (4 bytes) is smaller than an output row (head_dim 16-bit values).
 
   attention::attention_problem pr;
   pr.type = type;
@@ -239,15 +347,23 @@ status attention_forward(const stream& s, const attention_args& a) {
   pr.heads_kv = static_cast<int>(hkv);
   pr.head_dim = static_cast<int>(d);
   pr.causal = a.causal;
-  pr.window_left = a.window_left;
-  pr.window_right = a.causal ? 0 : a.window_right;
+  const windows win = effective_windows(a.causal, a.window_left, a.window_right, a.q.shape[1], a.k.shape[1]);
+  pr.window_left = win.left;
+  pr.window_right = win.right;
   attention::fwd_params p;
   if (varlen) {
-    if (a.q.shape[0] != 1 || a.k.shape[0] != 1) return bad("varlen: q/k/v/out must be packed as [1, total_tokens, heads, head_dim]");
+    for (const auto& [name, t] : {std::pair{"q", &a.q}, std::pair{"k", &a.k}, std::pair{"v", &a.v}, std::pair{"out", &a.out}})
+      if (t->shape[0] != 1)
+        return bad(std::string("varlen: ") + name + ": batch " + std::to_string(t->shape[0]) +
+                   " must be 1: packed tokens [1, total_tokens, heads, head_dim] or rank 3 [total_tokens, heads, head_dim]");
     if (a.varlen_batch < 1 || a.varlen_batch > 65535) return bad("varlen_batch: " + std::to_string(a.varlen_batch) + " must be in [1, 65535]");
     if (a.max_seqlen_q < 0 || a.max_seqlen_k < 0) return bad("max_seqlen_q/max_seqlen_k: must be >= 0");
     if (a.max_seqlen_q > a.q.shape[1] || a.max_seqlen_k > a.k.shape[1])
       return bad("max_seqlen_q/max_seqlen_k: larger than the packed token counts");
+    if (s.backend() == backend_kind::host) {
+      PK_TRY(check_cu_seqlens("cu_seqlens_q", a.cu_seqlens_q, a.varlen_batch, a.q.shape[1], a.max_seqlen_q, "max_seqlen_q"));
+      PK_TRY(check_cu_seqlens("cu_seqlens_k", a.cu_seqlens_k, a.varlen_batch, a.k.shape[1], a.max_seqlen_k, "max_seqlen_k"));
+    }
     pr.batch = a.varlen_batch;
     pr.seqlen_q = a.max_seqlen_q;
     pr.seqlen_k = a.max_seqlen_k;
@@ -259,8 +375,6 @@ status attention_forward(const stream& s, const attention_args& a) {
     pr.seqlen_q = a.q.shape[1];
     pr.seqlen_k = a.k.shape[1];
   }
-  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-  if (a.q.shape[1] > int_max || a.k.shape[1] > int_max) return bad("q/k: seqlen must be < 2^31");
   if (pr.batch == 0 || pr.seqlen_q == 0 || hq == 0) return {};  // nothing to compute
   const attention::attention_plan pl = attention::plan(s.device(), pr);
   if (pl.choice.index < 0)
@@ -296,15 +410,11 @@ status attention_forward(const stream& s, const attention_args& a) {
   p.group = static_cast<int>(hq / hkv);
   p.window_left = pr.window_left;
   p.window_right = pr.window_right;
-  const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(d));
-  p.scale_log2 = scale * 1.44269504088896340736f;  // log2(e)
-  if (varlen) {
-    p.lse_batch = 0;
-    p.lse_head = a.q.shape[1];  // [heads, total_q]
-  } else {
-    p.lse_head = pr.seqlen_q;  // [batch, heads, seqlen_q]
-    p.lse_batch = hq * pr.seqlen_q;
-  }
+  p.scale_log2 = scale_log2;
+  // One LSE layout: [batch, heads_q, seqlen_q] of q's rank-4 view. Varlen q is packed with batch 1, so
+  // it is [heads_q, total_q] (total_q: q's token count), indexed by the token's packed position.
+  p.lse_head = a.q.shape[1];
+  p.lse_batch = varlen ? 0 : hq * a.q.shape[1];
   c.s = &s;
   c.p = p;
 

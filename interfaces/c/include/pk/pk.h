@@ -197,15 +197,24 @@ pk_status pk_row_mean_var(pk_stream_t stream, const pk_tensor* x, const pk_tenso
                           int32_t correction);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Attention forward (C++: pk/attention/attention.hpp).
- * q, out: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]; rank 4, the
- * last dimension contiguous, other strides free (multiples of 8 elements). dtypes bf16, f16; out has
- * q's dtype. Variable-length batches: packed tokens as rank 3 [total, heads, head_dim] (or rank 4 with
- * batch 1) plus cu_seqlens_q/k (varlen_batch + 1 int32, device memory) and the maximum lengths.
+/* Attention forward (C++: pk/attention/attention.hpp, whose argument rules are these).
+ * q, out: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]. Rank 4, or
+ * rank 3 [tokens, heads, head_dim], which is rank 4 with batch 1. The last dimension contiguous, other
+ * strides free (non-negative multiples of 8 elements; a dimension of extent 1 may have any stride); data
+ * 16-byte aligned. dtypes bf16, f16 (out has q's dtype); head_dim 32, 64, 96, 128, 192, 256; heads_kv
+ * divides heads_q; batch, heads_q <= 65535; out's elements distinct and not overlapping q, k, v.
+ * Variable-length batches: packed tokens (rank 3 [total, heads, head_dim] or rank 4 with batch 1) plus
+ * cu_seqlens_q/k (varlen_batch + 1 non-decreasing int32, device memory; sequence b is tokens
+ * [cu[b], cu[b+1])) and max_seqlen_q/k (>= every sequence's length; checked on the emulator only).
+ * Masks, bottom-right aligned (diag = seqlen_k - seqlen_q per sequence): query i sees key j iff
+ * i + diag - window_left <= j <= i + diag + window_right; -1: no bound; causal is window_right = 0.
+ * Windows up to INT32_MAX are accepted: window_left >= seqlen_k - 1 and window_right >= seqlen_q - 1
+ * (varlen: the packed token counts) mask nothing and act as -1.
  * Fully masked rows give output 0 and LSE -inf. */
 typedef struct pk_attention_args {
   pk_tensor q, k, v, out;
-  float* lse;                   /* optional fp32 [batch, heads_q, seqlen_q] (varlen: [heads_q, total_q]) */
+  float* lse;                   /* optional fp32 [batch, heads_q, seqlen_q] of q's rank-4 view, contiguous;
+                                   varlen (batch 1, seqlen_q = total_q): [heads_q, total_q] */
   float softmax_scale;          /* 0: 1/sqrt(head_dim) */
   int32_t causal;               /* non-zero: causal mask, bottom-right aligned */
   int32_t window_left;          /* sliding window; -1: unbounded */
