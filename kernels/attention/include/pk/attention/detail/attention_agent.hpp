@@ -228,7 +228,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_fwd_kernel(attention::fwd_params p
 
   o_regs acc_o;
   acc_o.fill(0.0f);
-  attn::online_softmax<atom, o_regs::mt> softmax;
+  using softmax_t = attn::online_softmax<atom, o_regs::mt>;
+  typename softmax_t::stats row_max, row_sum;
+  softmax_t softmax{row_max, row_sum};
   softmax.init();
 
   for (int nb = n_last; nb >= n_first; --nb) {
