@@ -6,6 +6,9 @@
 
 #include <pk/reduction/reference.hpp>
 
+#include <bit>
+#include <limits>
+
 namespace pk::test {
 namespace {
 using namespace red;
@@ -93,6 +96,50 @@ TEST_P(ReduceReproducible, RunToRunAndAgainstTheDefaultSum) {
   double ref = 0;
   for (float x : ex) ref += x;
   EXPECT_EQ(static_cast<double>(run_repro(s, ex, 0, -1)), ref);
+}
+
+//! NaN results of the reproducible sum: whatever the NaN inputs' signs and payloads (quiet or
+//! signaling), and for inf + -inf, the result is the one canonical quiet NaN (f32 0x7fc00000, f64
+//! 0x7ff8000000000000), bit for bit, on every backend and policy, as the CPU reference.
+template <class T, class Bits>
+void canonical_nan_case(const stream& s, std::uint64_t sd) {
+  const Bits canonical = sizeof(T) == 4 ? Bits(0x7fc00000u) : Bits(0x7ff8000000000000ull);
+  const T inf = std::numeric_limits<T>::infinity();
+  // NaNs with a sign bit, payloads, a signaling NaN.
+  const Bits payloads[] = {sizeof(T) == 4 ? Bits(0xffc00000u) : Bits(0xfff8000000000000ull),
+                           sizeof(T) == 4 ? Bits(0x7fc12345u) : Bits(0x7ff8000012345678ull),
+                           sizeof(T) == 4 ? Bits(0x7fa00001u) : Bits(0x7ff4000000000001ull),
+                           sizeof(T) == 4 ? Bits(0xffbfffffu) : Bits(0xfff7ffffffffffffull)};
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4099}, std::size_t{1} << 20}) {
+    for (int kind = 0; kind < 6; ++kind) {
+      auto h = wide_data<T>(n, sd + n);
+      if (kind < 4) {
+        h[n / 2] = std::bit_cast<T>(payloads[kind]);
+      } else if (n >= 2) {
+        h[kind == 4 ? 0 : n / 3] = inf;  // inf + -inf, in the same chunk or far apart
+        h[n - 1] = -inf;
+      } else {
+        continue;
+      }
+      SCOPED_TRACE(std::string(reduction::to_string(reduction::dtype_of<T>)) + " n " + std::to_string(n) + " kind " +
+                   std::to_string(kind));
+      const T want = reduction::reference::reproducible_sum(h.data(), static_cast<std::int64_t>(n));
+      ASSERT_EQ(std::bit_cast<Bits>(want), canonical) << "the CPU reference";
+      for (int policy = 0; policy < static_cast<int>(reduction::reproducible_candidates.size()); ++policy) {
+        const T got = run_repro(s, h, 0, policy);
+        ASSERT_EQ(std::bit_cast<Bits>(got), canonical) << "policy " << policy << " got " << std::hex
+                                                       << std::bit_cast<Bits>(got);
+      }
+    }
+  }
+}
+
+TEST_P(ReduceReproducible, NaNResultIsTheCanonicalQuietNaN) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  canonical_nan_case<float, std::uint32_t>(s, sd);
+  canonical_nan_case<double, std::uint64_t>(s, sd);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReduceReproducible, ::testing::ValuesIn(all_backends()), param_name);

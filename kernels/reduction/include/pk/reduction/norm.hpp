@@ -7,14 +7,28 @@
 //   pk::norm_args n;  n.rows = r;  n.weight = w;  n.bias = b;  n.eps = 1e-5;
 //   pk::layer_norm(s, n);
 //
-// Defined results:
-//  - softmax of a row that is all -inf is 0 everywhere; log_softmax of it is -inf everywhere (never
-//    NaN). A NaN in a row makes the whole row NaN; +inf gives NaN where x = +inf (IEEE).
+// Defined results, for every type and backend (special values included):
+//  - softmax / log_softmax: a row that is all -inf gives 0 / -inf everywhere. A -inf among other
+//    values gives exactly 0 / -inf there. A row holding a NaN or a +inf is NaN everywhere (as PyTorch:
+//    exp(x - max) is NaN at the +inf, so is the row sum). -0 is 0; subnormal inputs are not flushed.
 //  - layer_norm: y = (x - mean) * rstd * weight (+ bias), rstd = 1 / sqrt(var + eps), var the
-//    population variance (Welford per thread, Chan's merge: stable for a large offset). A constant row
-//    gives y = bias (or 0).
-//  - rms_norm: y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps).
+//    population variance. The statistics are those of x - K, K the row's first element (exact for
+//    data within a factor of 2 of K; Welford per thread, Chan's merge), and x - mean is evaluated as
+//    (x - K) - mean(x - K): a large common offset costs no accuracy. A constant row gives exactly
+//    y = bias (0 without bias), also with eps = 0 (rstd = +inf then: x - mean == 0 contributes 0). A
+//    row holding a NaN or +-inf gives NaN everywhere (mean and rstd NaN).
+//  - rms_norm: y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps). A row of zeros gives y = 0,
+//    also with eps = 0 (rstd = +inf). A NaN makes the row NaN; +-inf (and no NaN) gives rstd = 0, so
+//    y = 0 where x is finite and NaN at the infinities (IEEE: inf * 0).
+//  - eps = 0 with a row whose variance (layer_norm) or mean square (rms_norm) underflows to 0 in the
+//    accumulator without the row being constant (zero): rstd = +inf and y = +-inf where x != mean (x != 0).
+//  - row_mean_var: as reduce_mean_var per row (pivot K the row's first element): mean and var NaN for
+//    a row holding a NaN or +-inf, and for cols == 0; var NaN when cols <= correction.
+//  - rows == 0 or cols == 0: softmax, log_softmax, layer_norm and rms_norm write nothing (mean and
+//    rstd included).
 //  - optional fp32 outputs: mean (layer_norm) and rstd (both), one per row.
+//  - Limits: (rows - 1) * row stride + cols elements (x and y), in bytes, must fit 2^63 - 1, computed
+//    in checked int64 arithmetic; otherwise invalid_argument naming rows.rows and the row stride.
 // One group of threads per row (a warp for short rows, a block for long ones: the planner decides);
 // the statistics pass and the output pass each read the row (the second read mostly hits L2).
 // Deterministic run to run for a given plan.

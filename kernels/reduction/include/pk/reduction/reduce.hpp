@@ -13,6 +13,10 @@
 //    (pk::detail::stream_workspace, or the pk::set_workspace_allocator hook): no size query.
 //  - Device-wide reductions are one launch (single pass: the last block to finish combines the
 //    per-block partials). 64-bit indexing: n may exceed 2^31.
+//  - Limits: every element count (the product of a view's extents), offset ((shape - 1) * stride
+//    summed over the dimensions) and byte extent (count or largest offset + 1, times the element
+//    size) is computed in overflow-checked int64 arithmetic and must fit 2^63 - 1 bytes; otherwise the
+//    call returns invalid_argument naming the argument and writes nothing.
 //  - Accumulation: fp16/bf16/fp32 in fp32, fp64 in fp64, integers in int64. Integer sums and products
 //    wrap modulo 2^64 and are then narrowed modularly to T (exact, order-independent).
 //  - Identities (n == 0, empty segments): sum 0, prod 1, min +inf (integers: max()), max -inf
@@ -24,7 +28,8 @@
 //  - Deterministic: the same bits run to run for the same plan (the combination order depends only on
 //    the policy, the grid and the arch's warp size). `reduce_options::reproducible` (fp32/fp64 sum)
 //    gives the same bits on every device, every plan and the emulator (reduce_policy.hpp: the fixed
-//    chunked order).
+//    chunked order). A NaN result of the reproducible sum (NaN inputs of any sign or payload, inf +
+//    -inf) is the canonical quiet NaN: f32 0x7fc00000, f64 0x7ff8000000000000, on every device.
 #pragma once
 #include <pk/archdb/planner.hpp>
 #include <pk/runtime.hpp>
@@ -56,8 +61,11 @@ struct reduce_options {
   int policy = -1;
 };
 
-//! Device-wide reduction of n elements of `type` at `in` into out[0]: a value of `type` for
-//! sum/prod/min/max, an std::int64_t index for argmin/argmax.
+//! Device-wide reduction of n elements of `type` at `in`. `out` is untyped because the result type
+//! depends on `op`: for sum/prod/min/max exactly one value of `type` itself (not the accumulator:
+//! sizeof is size_of(type), e.g. 2 bytes for bf16), for argmin/argmax exactly one std::int64_t (8
+//! bytes); nothing else is written. It must be aligned for that type. The typed wrappers below
+//! (reduce_sum<T>, reduce_argmax<T>, ...) check the pointer types at compile time.
 status reduce(const stream& s, reduce_op op, reduction::dtype type, const void* in, std::int64_t n, void* out,
               const reduce_options& opt = {});
 
@@ -107,9 +115,12 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
 status segmented_reduce(const stream& s, reduce_op op, reduction::dtype type, const void* in, std::int64_t segments,
                         const std::int64_t* offsets, void* out, const reduce_options& opt = {});
 
-//! Mean and variance of n elements (Welford per thread, Chan's merge across threads and blocks:
-//! stable for data with a large offset). `mean` and `var` point to one accumulator-type value each
-//! (fp32 for f16/bf16/f32, fp64 for f64); var = M2 / (n - correction); NaN when n <= correction.
+//! Mean and variance of n elements. The statistics are those of x - K, K = in[0] (exact for data
+//! within a factor of 2 of K), by Welford per thread and Chan's merge across threads and blocks, so a
+//! large common offset costs no accuracy (fp32 data near 1e8 keeps the variance to a few ulps times
+//! log2 n); mean = K + mean(x - K). `mean` and `var` point to one accumulator-type value each (fp32
+//! for f16/bf16/f32, fp64 for f64); var = M2 / (n - correction), NaN when n <= correction. Both are
+//! NaN when n == 0 or when any element is NaN or +-inf.
 status reduce_mean_var(const stream& s, reduction::dtype type, const void* in, std::int64_t n, void* mean, void* var,
                        int correction = 0);
 

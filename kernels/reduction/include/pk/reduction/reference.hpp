@@ -4,7 +4,9 @@
 // (reduction::reproducible_layout in reduce_policy.hpp) sequentially: pk::reduce with
 // reduce_options::reproducible must return these bits on every device and backend. Compile the
 // calling TU without FMA contraction (only additions occur, so no contraction is possible anyway).
+// A NaN total is the canonical quiet NaN (ops::canonical_nan), as on every device.
 #pragma once
+#include <pk/reduction/detail/reduce_ops.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <cstdint>
@@ -56,7 +58,8 @@ T reproducible_sum(const T* x, std::int64_t n) {
   std::vector<T> level1(static_cast<std::size_t>(l1));
   for (std::int64_t i = 0; i < l1; ++i)
     level1[static_cast<std::size_t>(i)] = detail::tree256(group_sums, i * layout::top_fanout, groups);
-  return detail::tree256(level1, 0, l1);
+  const T total = detail::tree256(level1, 0, l1);
+  return total != total ? ops::canonical_nan<T>() : total;
 }
 
 }  // namespace pk::reduction::reference

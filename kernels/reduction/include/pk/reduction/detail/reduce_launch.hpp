@@ -90,13 +90,16 @@ status launch_reduction(const reduce_call& c, const char* what, Op op, Acc ident
                                    std::make_index_sequence<reduction::segment_candidates.size()>{});
 }
 
-//! Writes the mean through the kernel's output pointer and the variance through `var`.
-template <class A>
+//! Writes the mean through the kernel's output pointer and the variance through `var`; `w` is the
+//! state of x - pivot[0] (pivot: the input, read only when it is not empty).
+template <class A, class T>
 struct to_mean_and_var {
   std::int64_t correction;
   A* var;
+  const T* pivot;
   PK_DEVICE A operator()(const reduction::ops::welford<A>& w) const {
-    const reduction::ops::mean_var<A> r = reduction::ops::to_mean_var<A>{correction}(w);
+    const A k = w.n > 0 ? static_cast<A>(*pivot) : A(0);
+    const reduction::ops::mean_var<A> r = reduction::ops::to_mean_var<A>{correction}(w, k);
     *var = r.var;
     return r.mean;
   }
@@ -112,8 +115,9 @@ status run_reduce(const reduce_call& c) {
   if (c.kind == reduction::call_kind::mean_var) {
     if constexpr (numeric_traits<T>::is_floating) {
       return launch_reduction<T, ops::welford<A>, A>(c, "mean_var", ops::welford_op{}, ops::welford<A>{0, A(0), A(0)},
-                                                     ops::welford_load<A>{},
-                                                     to_mean_and_var<A>{c.correction, static_cast<A*>(c.out2)});
+                                                     ops::welford_load<A, T>{static_cast<const T*>(c.in)},
+                                                     to_mean_and_var<A, T>{c.correction, static_cast<A*>(c.out2),
+                                                                           static_cast<const T*>(c.in)});
     } else {
       return unsupported("reduce_mean_var: integer input is not supported");
     }

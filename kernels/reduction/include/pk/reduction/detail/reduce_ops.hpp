@@ -8,7 +8,8 @@
 // wrap modulo 2^64 in the 64-bit accumulator (then narrow modularly), so they are exact, order-free and
 // free of signed-overflow UB; min/max propagate NaN; argmin/argmax count NaN as the extreme value and
 // take the first index on ties; the sum's identity is +0 (so a sum of only -0 values gives +0, as in
-// CUB and PyTorch).
+// CUB and PyTorch). Mean and variance are computed on x - K, K the first element (welford_load,
+// to_mean_var): exact for data within a factor of 2 of K, so a large common offset costs nothing.
 #pragma once
 #include <pk/portable/macros.hpp>
 #include <pk/portable/numeric.hpp>
@@ -28,6 +29,24 @@ PK_HOST_DEVICE constexpr bool is_nan(const A& a) {
   } else {
     return false;
   }
+}
+
+//! The one quiet NaN that results documented as "the canonical NaN" return (the reproducible sum):
+//! f32 0x7fc00000, f64 0x7ff8000000000000 (positive, no payload), whatever NaN the hardware produced.
+template <class A>
+PK_HOST_DEVICE PK_FORCEINLINE A canonical_nan() {
+  static_assert(sizeof(A) == 4 || sizeof(A) == 8, "f32 or f64");
+  if constexpr (sizeof(A) == 4) {
+    return pk::detail::bit_cast<A>(std::uint32_t{0x7fc00000u});
+  } else {
+    return pk::detail::bit_cast<A>(std::uint64_t{0x7ff8000000000000ull});
+  }
+}
+
+//! a, or the canonical NaN when a is a NaN of any sign or payload.
+template <class A>
+PK_HOST_DEVICE PK_FORCEINLINE A canonicalize_nan(A a) {
+  return a != a ? canonical_nan<A>() : a;
 }
 
 //! Identity of `sum` in A: +0.
@@ -140,11 +159,13 @@ struct indexed_load {
     return indexed<A>{static_cast<A>(x), i};
   }
 };
-template <class A>
+//! One element as a Welford state of x - K, K = A(*pivot) the input's first element (read only when
+//! an element exists; the reduction loops hoist the load).
+template <class A, class T>
 struct welford_load {
-  template <class T>
+  const T* pivot;
   PK_HOST_DEVICE welford<A> operator()(const T& x, std::int64_t) const {
-    return welford<A>{1, static_cast<A>(x), A(0)};
+    return welford<A>{1, static_cast<A>(x) - static_cast<A>(*pivot), A(0)};
   }
 };
 
@@ -163,20 +184,24 @@ struct to_index {
     return a.index == no_index ? -1 : a.index;
   }
 };
-//! {mean, variance with `correction` subtracted from the count} (NaN when count <= correction).
+//! {mean, variance with `correction` subtracted from the count}: both NaN when the input is empty or
+//! holds a NaN or an infinity (its shifted mean is then not finite: once an infinity or NaN enters a
+//! Welford mean no merge makes it finite again); the variance alone is NaN when count <= correction.
 template <class A>
 struct mean_var {
   A mean;
   A var;
 };
+//! `w` is the state of x - pivot (welford_load); the mean is pivot + w.mean.
 template <class A>
 struct to_mean_var {
   std::int64_t correction;
-  PK_HOST_DEVICE mean_var<A> operator()(const welford<A>& w) const {
+  PK_HOST_DEVICE mean_var<A> operator()(const welford<A>& w, A pivot) const {
     const A nan = numeric_traits<A>::quiet_nan();
-    const A mean = w.n > 0 ? w.mean : nan;
+    const bool finite = w.mean - w.mean == A(0);  // false for +-inf and NaN
+    if (w.n == 0 || !finite) return mean_var<A>{nan, nan};
     const A var = w.n > correction ? w.m2 / static_cast<A>(w.n - correction) : nan;
-    return mean_var<A>{mean, var};
+    return mean_var<A>{pivot + w.mean, var};
   }
 };
 

@@ -4,13 +4,16 @@
 //  - each 32-thread team (a logical warp, also on wave64) sums one chunk per round and writes it;
 //  - a ticket per group of 256 chunks: the team that completes a group has warp 0 of its block sum
 //    the group (binary tree over 256 chunk sums) and take a ticket on the top counter;
-//  - the block completing the last group sums the group sums (two levels of 256-leaf trees).
+//  - the block completing the last group sums the group sums (two levels of 256-leaf trees);
+//  - a NaN total is written as the canonical quiet NaN (ops::canonical_nan): the NaN an FPU produces
+//    (0xffc00000 on x86 for inf + -inf, 0x7fffffff on NVIDIA, an input's payload) differs by device.
 // Counters are reset by whoever completes them, so they are zero between calls.
 #pragma once
 #include <pk/portable/block.hpp>
 #include <pk/portable/memory.hpp>
 #include <pk/reduction/detail/reduce_agent.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
+#include <pk/reduction/detail/reduce_ops.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <cstdint>
@@ -125,7 +128,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void repro_sum_kernel(const T* in, std::int64_t n,
         warp<>::sync();
         const T total = tree256(static_cast<const T*>(level1), 0, l1);
         if (thread_rank() == 0) {
-          *out = total;
+          *out = reduction::ops::canonicalize_nan(total);  // one NaN on every device (reduce.hpp)
           *top_ticket = 0u;
         }
       }

@@ -3,8 +3,12 @@
 // (online max/sum of exp, Welford/Chan, sum of squares) in the accumulator type A, the group combines
 // them, and pass 2 re-reads the row (mostly from L2) and writes the output in T.
 //
-// Defined results (norm.hpp): a row that is all -inf gives softmax 0 and log_softmax -inf (never NaN);
-// a NaN anywhere in a row makes the whole row NaN.
+// Defined results (norm.hpp): a row that is all -inf gives softmax 0 and log_softmax -inf; a NaN or a
+// +inf anywhere in a row makes the whole softmax/log_softmax row NaN. Mean and variance statistics are
+// those of x - K, K the row's first element (exact for data within a factor of 2 of K: a large offset
+// costs nothing), and are NaN for a row holding a NaN or an infinity. With eps = 0, a constant row
+// (layer_norm) or a zero row (rms_norm) has rstd = +inf and gives y = bias (or 0): x - mean == 0 there
+// contributes 0, not 0 * inf.
 #pragma once
 #include <pk/reduction/detail/reduce_ops.hpp>
 #include <pk/reduction/detail/segment_agent.hpp>
@@ -133,8 +137,9 @@ struct softmax_merge {
   PK_DEVICE softmax_state<A> operator()(const softmax_state<A>& a, const softmax_state<A>& b) const {
     const A ninf = -numeric_traits<A>::infinity();
     const A m = a.m < b.m ? b.m : a.m;
-    const A sa = a.m == ninf ? A(0) : a.s * acc_exp(a.m - m);
-    const A sb = b.m == ninf ? A(0) : b.s * acc_exp(b.m - m);
+    // A state whose maximum is -inf holds s = 0, or NaN when it saw a NaN (kept: the row becomes NaN).
+    const A sa = a.m == ninf ? a.s : a.s * acc_exp(a.m - m);
+    const A sb = b.m == ninf ? b.s : b.s * acc_exp(b.m - m);
     return softmax_state<A>{m, sa + sb};
   }
 };
@@ -145,15 +150,15 @@ struct plus_op {
   }
 };
 
-//! Adds `count` values to a Welford state: the batch's own mean and M2 (two passes over registers),
-//! then Chan's merge (one division per batch instead of one per element).
+//! Adds `count` values, shifted by the pivot k, to a Welford state: the batch's own mean and M2 (two
+//! passes over registers), then Chan's merge (one division per batch instead of one per element).
 template <class A>
-PK_DEVICE PK_FORCEINLINE void welford_add(reduction::ops::welford<A>& w, const A* a, int count) {
+PK_DEVICE PK_FORCEINLINE void welford_add(reduction::ops::welford<A>& w, const A* a, int count, A k) {
   A s = 0;
-  for (int e = 0; e < count; ++e) s += a[e];
+  for (int e = 0; e < count; ++e) s += a[e] - k;
   const A mb = s / static_cast<A>(count);  // count is 1 or a power of two: exact scaling
   A m2 = 0;
-  for (int e = 0; e < count; ++e) m2 += (a[e] - mb) * (a[e] - mb);
+  for (int e = 0; e < count; ++e) m2 += ((a[e] - k) - mb) * ((a[e] - k) - mb);
   w = reduction::ops::welford_op{}(w, reduction::ops::welford<A>{count, mb, m2});
 }
 
@@ -179,6 +184,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_kernel(rows_call c) {
     const std::int64_t len = live ? c.cols : 0;
     const T* x = static_cast<const T*>(c.x) + (live ? row * c.x_stride : 0);
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
+    // The pivot of the Welford statistics: the row's first element, read by every thread of the group.
+    constexpr bool welford_kind = K == row_kind::layer_norm || K == row_kind::mean_var;
+    [[maybe_unused]] const A k = welford_kind && len > 0 ? static_cast<A>(x[0]) : A(0);
     state_t st;
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       st = softmax_state<A>{ninf, A(0)};
@@ -200,40 +208,57 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_kernel(rows_call c) {
       });
     } else {
       st = wf{0, A(0), A(0)};
-      row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) { welford_add(st, a, count); });
+      row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) { welford_add(st, a, count, k); });
     }
     st = reducer::all_reduce(st, merge_t{}, storage);
     if (live) {
-      if constexpr (K == row_kind::softmax) {
-        const bool empty = st.m == ninf;
-        const A inv = A(1) / st.s;
-        const A m = st.m;
-        row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t) { return empty ? A(0) : acc_exp(v - m) * inv; });
-      } else if constexpr (K == row_kind::log_softmax) {
-        const bool empty = st.m == ninf;
-        const A shift = st.m + acc_log(st.s);
-        row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t) { return empty ? ninf : v - shift; });
-      } else if constexpr (K == row_kind::rms_norm) {
-        const A rstd = acc_rsqrt(st / static_cast<A>(c.cols) + static_cast<A>(c.eps));
-        row_transform<G, U, T, A>(x, y, len, t,
-                                  [&](A v, std::int64_t j) { return v * rstd * static_cast<A>(w[j]); });
-        if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
-      } else if constexpr (K == row_kind::layer_norm) {
-        const A mean = st.mean;
-        const A rstd = acc_rsqrt(st.m2 / static_cast<A>(c.cols) + static_cast<A>(c.eps));
-        if (bias != nullptr) {
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
-            return (v - mean) * rstd * static_cast<A>(w[j]) + static_cast<A>(bias[j]);
+      [[maybe_unused]] const A nan = numeric_traits<A>::quiet_nan(), inf = numeric_traits<A>::infinity();
+      if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
+        // NaN or +inf in the row (s is NaN, or the maximum is +inf): the whole row is NaN.
+        const bool nan_row = st.s != st.s || st.m == inf;
+        const bool empty = st.m == ninf;  // all -inf
+        if constexpr (K == row_kind::softmax) {
+          const A inv = A(1) / st.s;
+          const A m = st.m;
+          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t) {
+            return nan_row ? nan : empty ? A(0) : acc_exp(v - m) * inv;
           });
         } else {
+          const A shift = st.m + acc_log(st.s);
           row_transform<G, U, T, A>(x, y, len, t,
-                                    [&](A v, std::int64_t j) { return (v - mean) * rstd * static_cast<A>(w[j]); });
+                                    [&](A v, std::int64_t) { return nan_row ? nan : empty ? ninf : v - shift; });
         }
-        if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(mean);
+      } else if constexpr (K == row_kind::rms_norm) {
+        const A rstd = acc_rsqrt(st / static_cast<A>(c.cols) + static_cast<A>(c.eps));
+        // eps = 0 and a zero row: rstd = +inf, and x = 0 gives 0 (not 0 * inf).
+        row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
+          return (v == A(0) && rstd == inf ? A(0) : v * rstd) * static_cast<A>(w[j]);
+        });
+        if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
+      } else if constexpr (K == row_kind::layer_norm) {
+        // Statistics of x - k; a NaN or an infinity in the row makes the shifted mean non-finite, and
+        // then mean and rstd are NaN (so is every y).
+        const bool finite = st.mean - st.mean == A(0);
+        const A ms = finite ? st.mean : nan;
+        const A rstd = finite ? acc_rsqrt(st.m2 / static_cast<A>(c.cols) + static_cast<A>(c.eps)) : nan;
+        // x - mean as (x - k) - ms: exact shift, one rounding. x == mean contributes 0 also when
+        // rstd = +inf (eps = 0, constant row).
+        const auto xhat = [=](A v) {
+          const A d = (v - k) - ms;
+          return d == A(0) ? A(0) : d * rstd;
+        };
+        if (bias != nullptr) {
+          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
+            return xhat(v) * static_cast<A>(w[j]) + static_cast<A>(bias[j]);
+          });
+        } else {
+          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * static_cast<A>(w[j]); });
+        }
+        if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + ms);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
       } else {
         if (t == 0) {
-          const reduction::ops::mean_var<A> mv = reduction::ops::to_mean_var<A>{c.correction}(st);
+          const reduction::ops::mean_var<A> mv = reduction::ops::to_mean_var<A>{c.correction}(st, k);
           static_cast<A*>(c.stat0)[row] = mv.mean;
           static_cast<A*>(c.stat1)[row] = mv.var;
         }
