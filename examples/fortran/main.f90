@@ -1,5 +1,6 @@
-! pk from Fortran: a device-wide sum and an attention call through the `pk` module (ISO_C_BINDING over
-! the C API).
+! pk from Fortran: device-wide reductions (a sum without options, a reproducible sum with options, an
+! argmax) and an attention call through the `pk` module (ISO_C_BINDING over the C API). The operation
+! constants have C's names (PK_REDUCE_SUM, ...) and pk_reduce's options argument is optional.
 !
 !   cmake -S examples/fortran -B build/example-fortran -DCMAKE_PREFIX_PATH=<pk prefix>
 !   cmake --build build/example-fortran && build/example-fortran/pk_example_fortran
@@ -8,8 +9,11 @@ program pk_example_fortran
   use pk
   implicit none
   integer(c_int64_t), parameter :: n = 100000
-  real(c_float), target :: x(n), total
-  type(c_ptr) :: s, dx, dtotal
+  real(c_float), target :: x(n), total, total_reproducible
+  integer(c_int64_t), target :: at_max
+  type(c_ptr) :: s, dx, dtotal, dindex
+  type(pk_reduce_options) :: options
+  character(len=:), allocatable :: description
   type(pk_tensor) :: tin, tout
   integer(c_int) :: st
   integer(c_size_t) :: bytes
@@ -21,7 +25,7 @@ program pk_example_fortran
   real(c_float), target :: lse(seqlen)
   type(c_ptr) :: dqkv, dout, dlse
   type(pk_attention_args) :: args
-  logical :: attention_ok
+  logical :: attention_ok, reductions_ok
 
   do i = 1, n
     x(i) = sin(real(i, c_float))
@@ -30,6 +34,8 @@ program pk_example_fortran
   magnitude = sum(abs(real(x, c_double)))
 
   call check(pk_stream_create_host("RTX 3090", s), "pk_stream_create_host")
+  call check(pk_stream_describe(s, description), "pk_stream_describe")
+  print '(a, a)', 'stream: ', description
   bytes = int(n, c_size_t) * c_sizeof(total)
   call check(pk_malloc(s, bytes, dx), "pk_malloc")
   call check(pk_malloc(s, c_sizeof(total), dtotal), "pk_malloc")
@@ -37,16 +43,28 @@ program pk_example_fortran
 
   tin = pk_tensor_1d(dx, PK_DTYPE_F32, n)
   tout = pk_tensor_scalar(dtotal, PK_DTYPE_F32)
-  call check(pk_reduce_sum(s, tin, tout), "pk_reduce_sum")
+  call check(pk_reduce(s, PK_REDUCE_SUM, tin, tout), "pk_reduce(PK_REDUCE_SUM)")
   call check(pk_memcpy_d2h(s, c_loc(total), dtotal, c_sizeof(total)), "pk_memcpy_d2h")
+  ! The same sum in the reproducible mode (options given), and the first index of the maximum.
+  options%reproducible = 1
+  call check(pk_reduce(s, PK_REDUCE_SUM, tin, tout, options), "pk_reduce(PK_REDUCE_SUM, reproducible)")
+  call check(pk_memcpy_d2h(s, c_loc(total_reproducible), dtotal, c_sizeof(total)), "pk_memcpy_d2h")
+  call check(pk_malloc(s, c_sizeof(at_max), dindex), "pk_malloc")
+  call check(pk_reduce(s, PK_REDUCE_ARGMAX, tin, pk_tensor_scalar(dindex, PK_DTYPE_I64)), "pk_reduce(PK_REDUCE_ARGMAX)")
+  call check(pk_memcpy_d2h(s, c_loc(at_max), dindex, c_sizeof(at_max)), "pk_memcpy_d2h")
+  call check(pk_free(s, dindex), "pk_free")
+  ! C indices start at 0: maxloc's index - 1.
+  reductions_ok = at_max == maxloc(x, 1) - 1 .and. len(description) > 0
 
   ! fp32 accumulation error is bounded by n * eps * sum|x| for any summation order.
   bound = real(n, c_double) * epsilon(1.0_c_float) / 2 * magnitude
   print '(a, f14.6, a, f14.6, a, es9.2)', 'reduce_sum on the emulated RTX 3090: ', total, &
     '  (reference ', reference, '), bound ', bound
+  print '(a, f14.6, a, i0)', 'reproducible sum: ', total_reproducible, ', argmax (0-based): ', at_max
+  reductions_ok = reductions_ok .and. abs(real(total_reproducible, c_double) - reference) <= bound
 
   ! A bad call returns a status and a message; nothing is thrown or aborted.
-  st = pk_reduce_sum(s, tin, pk_tensor_scalar(c_null_ptr, PK_DTYPE_F32))
+  st = pk_reduce(s, PK_REDUCE_SUM, tin, pk_tensor_scalar(c_null_ptr, PK_DTYPE_F32))
   print '(a, a, a, a)', 'a bad call returns ', pk_status_name(st), ': ', pk_last_error()
 
   ! Attention with q = k = v = 0: equal scores, so every output is 0 and LSE = log(seqlen). The
@@ -82,8 +100,8 @@ program pk_example_fortran
   call check(pk_free(s, dx), "pk_free")
   call check(pk_free(s, dtotal), "pk_free")
   call check(pk_stream_destroy(s), "pk_stream_destroy")
-  if (abs(real(total, c_double) - reference) > bound .or. st /= PK_ERROR_INVALID_ARGUMENT .or. .not. attention_ok) &
-    error stop 1
+  if (abs(real(total, c_double) - reference) > bound .or. st /= PK_ERROR_INVALID_ARGUMENT .or. .not. attention_ok &
+      .or. .not. reductions_ok) error stop 1
 
 contains
 

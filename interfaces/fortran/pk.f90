@@ -10,11 +10,16 @@
 !   st = pk_memcpy_h2d(s, x, c_loc(host_x), int(n, c_size_t) * c_sizeof(host_total))
 !   tin = pk_tensor_1d(x, PK_DTYPE_F32, int(n, c_int64_t))
 !   ...
-!   st = pk_reduce_sum(s, tin, tout)
+!   st = pk_reduce(s, PK_REDUCE_SUM, tin, tout)            ! options: optional, as C's NULL
 !   if (st /= PK_SUCCESS) print *, pk_status_name(st), ': ', pk_last_error()
 !
 ! Every function returns an integer(c_int) status (PK_SUCCESS = 0); pk_last_error() gives the message
 ! of the last failed call on this thread. Handles and device pointers are type(c_ptr).
+!
+! Names are C's. Fortran names are case-insensitive, so the operation constants PK_REDUCE_SUM ...
+! PK_REDUCE_ARGMAX and C's per-operation functions pk_reduce_sum ... pk_reduce_argmax cannot both
+! exist here: the module keeps the constants (as in C) and offers the operations through
+! pk_reduce(stream, op, in, out [, options]).
 module pk
   use, intrinsic :: iso_c_binding
   implicit none
@@ -40,14 +45,13 @@ module pk
   integer(c_int32_t), parameter, public :: PK_DTYPE_I8 = 6
   integer(c_int32_t), parameter, public :: PK_DTYPE_U8 = 7
 
-  ! Reduction operations (pk_reduce_op: C's PK_REDUCE_SUM is PK_REDUCE_OP_SUM here, Fortran names being
-  ! case-insensitive: PK_REDUCE_SUM would be the function pk_reduce_sum).
-  integer(c_int), parameter, public :: PK_REDUCE_OP_SUM = 0
-  integer(c_int), parameter, public :: PK_REDUCE_OP_PROD = 1
-  integer(c_int), parameter, public :: PK_REDUCE_OP_MIN = 2
-  integer(c_int), parameter, public :: PK_REDUCE_OP_MAX = 3
-  integer(c_int), parameter, public :: PK_REDUCE_OP_ARGMIN = 4
-  integer(c_int), parameter, public :: PK_REDUCE_OP_ARGMAX = 5
+  ! Reduction operations (pk_reduce_op), with C's names.
+  integer(c_int), parameter, public :: PK_REDUCE_SUM = 0
+  integer(c_int), parameter, public :: PK_REDUCE_PROD = 1
+  integer(c_int), parameter, public :: PK_REDUCE_MIN = 2
+  integer(c_int), parameter, public :: PK_REDUCE_MAX = 3
+  integer(c_int), parameter, public :: PK_REDUCE_ARGMIN = 4
+  integer(c_int), parameter, public :: PK_REDUCE_ARGMAX = 5
 
   ! Copy directions (pk_memcpy_kind).
   integer(c_int), parameter, public :: PK_MEMCPY_HOST_TO_DEVICE = 0
@@ -90,9 +94,9 @@ module pk
   end type pk_attention_args
 
   public :: pk_stream_create_host, pk_stream_create_cuda, pk_stream_create_hip, pk_stream_default
-  public :: pk_stream_destroy, pk_stream_synchronize
+  public :: pk_stream_destroy, pk_stream_synchronize, pk_stream_describe
   public :: pk_malloc, pk_free, pk_memcpy_h2d, pk_memcpy_d2h, pk_memcpy_d2d, pk_memcpy_async
-  public :: pk_reduce, pk_reduce_sum, pk_reduce_min, pk_reduce_max, pk_reduce_argmin, pk_reduce_argmax
+  public :: pk_reduce
   public :: pk_softmax, pk_attention_forward
   public :: pk_tensor_scalar, pk_tensor_1d, pk_tensor_contiguous
   public :: pk_last_error, pk_status_name
@@ -171,42 +175,21 @@ module pk
       integer(c_int), value :: direction
     end function
 
-    integer(c_int) function pk_reduce_sum(stream, tensor_in, tensor_out) bind(c, name="pk_reduce_sum")
-      import :: c_int, c_ptr, pk_tensor
-      type(c_ptr), value :: stream
-      type(pk_tensor), intent(in) :: tensor_in, tensor_out
+    integer(c_int) function pk_stream_describe_c(stream, buf, capacity, length) bind(c, name="pk_stream_describe")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: stream, buf
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: length
     end function
 
+    ! op: PK_REDUCE_SUM ... PK_REDUCE_ARGMAX. options may be left out: C receives NULL, the defaults
+    ! (pk_reduce_options_default()).
     integer(c_int) function pk_reduce(stream, op, tensor_in, tensor_out, options) bind(c, name="pk_reduce")
       import :: c_int, c_ptr, pk_tensor, pk_reduce_options
       type(c_ptr), value :: stream
       integer(c_int), value :: op
       type(pk_tensor), intent(in) :: tensor_in, tensor_out
-      type(pk_reduce_options), intent(in) :: options
-    end function
-
-    integer(c_int) function pk_reduce_min(stream, tensor_in, tensor_out) bind(c, name="pk_reduce_min")
-      import :: c_int, c_ptr, pk_tensor
-      type(c_ptr), value :: stream
-      type(pk_tensor), intent(in) :: tensor_in, tensor_out
-    end function
-
-    integer(c_int) function pk_reduce_max(stream, tensor_in, tensor_out) bind(c, name="pk_reduce_max")
-      import :: c_int, c_ptr, pk_tensor
-      type(c_ptr), value :: stream
-      type(pk_tensor), intent(in) :: tensor_in, tensor_out
-    end function
-
-    integer(c_int) function pk_reduce_argmin(stream, tensor_in, tensor_out) bind(c, name="pk_reduce_argmin")
-      import :: c_int, c_ptr, pk_tensor
-      type(c_ptr), value :: stream
-      type(pk_tensor), intent(in) :: tensor_in, tensor_out
-    end function
-
-    integer(c_int) function pk_reduce_argmax(stream, tensor_in, tensor_out) bind(c, name="pk_reduce_argmax")
-      import :: c_int, c_ptr, pk_tensor
-      type(c_ptr), value :: stream
-      type(pk_tensor), intent(in) :: tensor_in, tensor_out
+      type(pk_reduce_options), intent(in), optional :: options
     end function
 
     ! x, y: [rows, cols] in C order (a Fortran array y(cols, rows) holds one row per column).
@@ -244,6 +227,25 @@ contains
     character(len=*), intent(in) :: device_name
     type(c_ptr), intent(out) :: stream
     pk_stream_create_host = pk_stream_create_host_c(trim(device_name) // c_null_char, stream)
+  end function
+
+  ! "host_sm80 impersonating RTX 3090", ... (C's pk_stream_describe) into an allocated string.
+  integer(c_int) function pk_stream_describe(stream, description)
+    type(c_ptr), intent(in) :: stream
+    character(len=:), allocatable, intent(out) :: description
+    character(kind=c_char), allocatable, target :: buf(:)
+    integer(c_size_t) :: length, written, i
+    description = ''
+    pk_stream_describe = pk_stream_describe_c(stream, c_null_ptr, 0_c_size_t, length)
+    if (pk_stream_describe /= PK_SUCCESS) return
+    allocate(buf(length + 1))
+    pk_stream_describe = pk_stream_describe_c(stream, c_loc(buf), length + 1, written)
+    if (pk_stream_describe /= PK_SUCCESS) return
+    deallocate(description)
+    allocate(character(len=length) :: description)
+    do i = 1, length
+      description(i:i) = buf(i)
+    end do
   end function
 
   type(pk_tensor) function pk_tensor_scalar(data, dtype)

@@ -135,7 +135,10 @@ pk_status pk_memset_async(pk_stream_t stream, void* device_dst, int byte_value, 
 /* Reductions (C++: pk/reduction/reduce.hpp). Accumulation: f16/bf16/f32 in fp32, f64 in fp64, integers
  * in int64. sum/prod: f64 f32 f16 bf16 i32 i64; min/max/argmin/argmax: also i8 u8. Identities for empty
  * inputs: sum 0, prod 1, min +inf (integers: the largest value), max -inf (the lowest), arg* -1.
- * argmin/argmax give the first index of the extreme value, as int64 (NaN counts as the most extreme). */
+ * argmin/argmax give the first index of the extreme value, as int64 (NaN counts as the most extreme).
+ * Limits: every element count (product of extents), strided offset and byte extent is computed in
+ * overflow-checked int64 arithmetic and must fit 2^63 - 1 bytes; otherwise PK_ERROR_INVALID_ARGUMENT
+ * naming the argument, and nothing is written. */
 typedef enum pk_reduce_op {
   PK_REDUCE_SUM = 0,
   PK_REDUCE_PROD = 1,
@@ -146,7 +149,8 @@ typedef enum pk_reduce_op {
 } pk_reduce_op;
 
 typedef struct pk_reduce_options {
-  int32_t reproducible; /* non-zero: f32/f64 device-wide sum with the same bits on every device and plan */
+  int32_t reproducible; /* non-zero: f32/f64 device-wide sum with the same bits on every device and plan;
+                           a NaN result is the canonical quiet NaN (0x7fc00000 / 0x7ff8000000000000) */
   int32_t policy;       /* -1: the planner chooses; otherwise the index of a compiled candidate */
 } pk_reduce_options;
 /* {0, -1}. Every `opt` parameter below also accepts NULL for these defaults. */
@@ -174,14 +178,18 @@ pk_status pk_segmented_reduce(pk_stream_t stream, pk_reduce_op op, const pk_tens
                               const pk_tensor* out, const pk_reduce_options* opt);
 
 /* Mean and variance (M2 / (n - correction); NaN when n <= correction) of a contiguous tensor; `mean` and
- * `var` hold one element of the accumulator dtype (f32 for f16/bf16/f32 inputs, f64 for f64). */
+ * `var` hold one element of the accumulator dtype (f32 for f16/bf16/f32 inputs, f64 for f64). Computed
+ * on x - x[0] (a large common offset costs no accuracy); both NaN when empty or when any element is NaN
+ * or +-inf. */
 pk_status pk_reduce_mean_var(pk_stream_t stream, const pk_tensor* in, const pk_tensor* mean, const pk_tensor* var,
                              int32_t correction);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Row operations over the last axis of [rows, cols] tensors (C++: pk/reduction/norm.hpp): rank 2,
  * strides[1] == 1, any row stride. dtypes f64 f32 f16 bf16 (16-bit types compute in fp32); y has x's
- * shape and dtype and may alias x. */
+ * shape and dtype and may alias x. Special values (norm.hpp has every rule): softmax/log_softmax of a row
+ * holding NaN or +inf is NaN everywhere, an all -inf row gives 0 / -inf; layer_norm of a constant row is
+ * exactly bias (0), rms_norm of a zero row 0, also with eps = 0; NaN or +-inf make a layer_norm row NaN. */
 pk_status pk_softmax(pk_stream_t stream, const pk_tensor* x, const pk_tensor* y);
 pk_status pk_log_softmax(pk_stream_t stream, const pk_tensor* x, const pk_tensor* y);
 /* y = (x - mean) * rstd * weight (+ bias). weight, bias: 1-D contiguous, cols elements of x's dtype; bias,
