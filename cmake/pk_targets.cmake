@@ -64,6 +64,7 @@ endmacro()
 # Compiles `wrapper` (a .hip file) with clang-19 for every CMAKE_HIP_ARCHITECTURES entry into an object
 # (host code + embedded code objects) added to `tgt`, with the target's include dirs and definitions.
 function(pk_hip_object tgt wrapper obj)
+  set(extra ${ARGN})  # per-source options (pk_target_sources FP_CONTRACT_OFF): a custom command has no COMPILE_OPTIONS
   set(arch_flags "")
   foreach(a IN LISTS CMAKE_HIP_ARCHITECTURES)
     list(APPEND arch_flags --offload-arch=${a})
@@ -72,7 +73,7 @@ function(pk_hip_object tgt wrapper obj)
   set(defs "$<TARGET_PROPERTY:${tgt},COMPILE_DEFINITIONS>")
   add_custom_command(OUTPUT "${obj}"
     COMMAND ${PK_HIP_CLANG} -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${PK_HIP_DEVLIBS}
-            ${arch_flags} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
+            ${arch_flags} ${extra} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
             -MD -MF "${obj}.d" -c "${wrapper}" -o "${obj}"
     DEPENDS "${wrapper}" DEPFILE "${obj}.d"
     COMMENT "HIP ${CMAKE_HIP_ARCHITECTURES}: ${wrapper}"
@@ -134,8 +135,20 @@ endfunction()
 # pk_target_sources(<target> <source>...): adds each source once per code target of the build, through
 # generated one-line wrappers (a source file has one LANGUAGE per directory, so the same .cpp cannot be
 # compiled as CXX and CUDA directly).
+#   pk_target_sources(<target> FP_CONTRACT_OFF <source>...): no floating-point contraction in those sources
+#   on any target (host and HIP: -ffp-contract=off; CUDA: --fmad=false), for results whose bits must not
+#   depend on a compiler's choice (the reproducible sum).
 function(pk_target_sources tgt)
-  foreach(src IN LISTS ARGN)
+  cmake_parse_arguments(PARSE_ARGV 1 A "FP_CONTRACT_OFF" "" "")
+  set(host_opts "")
+  set(cuda_opts "")
+  set(hip_opts "")
+  if(A_FP_CONTRACT_OFF)
+    set(host_opts -ffp-contract=off)
+    set(cuda_opts --fmad=false)
+    set(hip_opts -ffp-contract=off)
+  endif()
+  foreach(src IN LISTS A_UNPARSED_ARGUMENTS)
     get_filename_component(abs "${src}" ABSOLUTE)
     set_property(GLOBAL APPEND PROPERTY PK_DEVICE_TUS "${tgt}|${abs}")
     get_filename_component(stem "${src}" NAME_WE)
@@ -143,19 +156,20 @@ function(pk_target_sources tgt)
     foreach(a IN LISTS PK_HOST_ARCHS)
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/host_${a}/${stem}.cpp")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
-      set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES COMPILE_DEFINITIONS "PK_HOST_ARCH=${a}")
+      set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES COMPILE_DEFINITIONS "PK_HOST_ARCH=${a}"
+                                  COMPILE_OPTIONS "${host_opts}")
       list(APPEND wrappers "${w}")
     endforeach()
     if(PK_ENABLE_CUDA)
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/cuda/${stem}.cu")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
-      set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES LANGUAGE CUDA)
+      set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES LANGUAGE CUDA COMPILE_OPTIONS "${cuda_opts}")
       list(APPEND wrappers "${w}")
     endif()
     if(PK_ENABLE_HIP)
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.hip")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
-      pk_hip_object(${tgt} "${w}" "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.o")
+      pk_hip_object(${tgt} "${w}" "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/hip/${stem}.o" ${hip_opts})
     endif()
     target_sources(${tgt} PRIVATE ${wrappers})
   endforeach()

@@ -1,6 +1,5 @@
-// `pk plan|run|candidates attention` (and `pk tune attention`, which reports that the library has no
-// policy override yet): attention forward (pk::attention_forward) on contiguous [batch, seqlen, heads,
-// head_dim] tensors.
+// `pk plan|run|tune|candidates attention`: attention forward (pk::attention_forward) on contiguous
+// [batch, seqlen, heads, head_dim] tensors; `tune` runs each candidate by name (attention_args::policy).
 #include "family.hpp"
 
 #if __has_include(<pk/attention/attention.hpp>)
@@ -23,8 +22,8 @@ struct attn_dtype {
   const char* mangled;  //!< Itanium mangling of T inside a pk:: kernel name (pk::bf16 is "NS_4bf16E": S_ = pk)
 };
 constexpr attn_dtype attn_dtypes[] = {{"bf16", dtype::bf16, "NS_4bf16E"}, {"f16", dtype::f16, "NS_4fp16E"}};
-// The head dims with compiled instances (kernels/attention/CMakeLists.txt).
-constexpr int head_dims[] = {32, 64, 96, 128, 192, 256};
+// The head dims with compiled instances (the instance table, kernels/attention/CMakeLists.txt).
+constexpr const auto& head_dims = attention::head_dims;
 
 std::uint16_t to_bits(dtype t, float f) {
   return t == dtype::bf16 ? pk::detail::float_to_bf16_bits(f) : pk::detail::float_to_fp16_bits(f);
@@ -145,10 +144,15 @@ class attention_family final : public family {
   }
 
   status launch(const stream& s, int index) override {
-    if (index >= 0)
-      return unsupported("attention: pk::attention_forward has no policy override yet, so `pk tune attention` cannot "
-                         "run a given candidate (the reduction's reduce_options::policy is the model)");
     attention_args a;
+    std::string forced;
+    if (index >= 0) {
+      const archdb::plan p = plan(s.device());
+      if (static_cast<std::size_t>(index) >= p.all.size())
+        return invalid_argument("attention: candidate index " + std::to_string(index) + " out of range");
+      forced = p.all[static_cast<std::size_t>(index)].name;
+      a.policy = forced.c_str();
+    }
     a.q = view(dq_.data(), pb_.seqlen_q, pb_.heads_q);
     a.k = view(dk_.data(), pb_.seqlen_k, pb_.heads_kv);
     a.v = view(dv_.data(), pb_.seqlen_k, pb_.heads_kv);

@@ -3,28 +3,16 @@
 #include <pk/attention/attention_policy.hpp>
 #include <pk/attention/detail/attention_call.hpp>
 #include <pk/attention/detail/attention_mask.hpp>
+#include <pk/archdb/family_plan.hpp>
+#include <pk/attention/attn_fwd_instances.hpp>
 #include <pk/config.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <sstream>
-
-// The per-target instances (src/instances/attn_fwd_<type>_d<D>.cpp, once per built target).
-#define PK_DETAIL_ATTN_DECLARE_ONE(t, type, D) status attn_fwd_##type##_d##D(const attention::fwd_call&);
-#define PK_DETAIL_ATTN_DECLARE(t)                                                                              \
-  namespace pk::t::impl {                                                                                     \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 32) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 64)                              \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 96) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 128)                             \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 192) PK_DETAIL_ATTN_DECLARE_ONE(t, bf16, 256)                            \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 32) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 64)                                \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 96) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 128)                               \
-  PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 192) PK_DETAIL_ATTN_DECLARE_ONE(t, f16, 256)                              \
-  }
-PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_ATTN_DECLARE)
-#undef PK_DETAIL_ATTN_DECLARE
-#undef PK_DETAIL_ATTN_DECLARE_ONE
 
 namespace pk {
 
@@ -308,12 +296,21 @@ status attention_forward(const stream& s, const attention_args& args) {
   PK_TRY(to_rank4("k", args.k, a.k));
   PK_TRY(to_rank4("v", args.v, a.v));
   PK_TRY(to_rank4("out", args.out, a.out));
+  // The dtypes and head dims with compiled instances: the instance table (kernels/attention/CMakeLists.txt).
+  const auto listed = [](const auto& values, auto name) {
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : ", ") + std::string(name(v));
+    return out;
+  };
   const dtype type = a.q.type;
-  if (type != dtype::bf16 && type != dtype::f16)
-    return unsupported(std::string("attention_forward: q: dtype ") + to_string(type) + " is not supported (bf16, f16)");
+  if (std::find(instances::attn_fwd::type_values.begin(), instances::attn_fwd::type_values.end(), type) ==
+      instances::attn_fwd::type_values.end())
+    return unsupported(std::string("attention_forward: q: dtype ") + to_string(type) + " is not supported (" +
+                       listed(instances::attn_fwd::type_values, [](dtype t) { return to_string(t); }) + ")");
   const std::int64_t d = a.q.shape[3];
   if (d < 0 || d > attention::head_dims.back() || !attention::supported_head_dim(static_cast<int>(d)))
-    return unsupported("attention_forward: q: head_dim " + std::to_string(d) + " is not supported (32, 64, 96, 128, 192, 256)");
+    return unsupported("attention_forward: q: head_dim " + std::to_string(d) + " is not supported (" +
+                       listed(attention::head_dims, [](int h) { return std::to_string(h); }) + ")");
   PK_TRY(check_view("q", a.q, type, static_cast<int>(d)));
   PK_TRY(check_view("k", a.k, type, static_cast<int>(d)));
   PK_TRY(check_view("v", a.v, type, static_cast<int>(d)));
@@ -376,24 +373,21 @@ status attention_forward(const stream& s, const attention_args& args) {
     pr.seqlen_k = a.k.shape[1];
   }
   if (pr.batch == 0 || pr.seqlen_q == 0 || hq == 0) return {};  // nothing to compute
-  const attention::attention_plan pl = attention::plan(s.device(), pr);
-  if (pl.choice.index < 0)
-    return unsupported("attention_forward: no compiled policy fits " + s.device().name + ": " + pl.choice.why);
-
+  // One plan per device and exact problem (archdb::cached_plan), with the tuning cache's winner for this
+  // head_dim when `pk tune attention` stored one; a forced policy by the one rule (select_policy).
+  const std::int64_t key[] = {static_cast<std::int64_t>(type), pr.batch, pr.heads_q, pr.heads_kv, pr.head_dim,
+                              pr.seqlen_q, pr.seqlen_k, pr.causal, pr.window_left, pr.window_right};
+  const std::shared_ptr<const archdb::plan> pl = archdb::cached_plan(
+      s.device(), "attention", key, "d" + std::to_string(pr.head_dim), [&] { return attention::plan(s.device(), pr).choice; });
+  int index = 0;
+  PK_TRY(archdb::select_policy(*pl, a.policy, "attention_forward", index));
+  const attention::policy& pol =
+      attention::candidates(attention::family_of(s.device().vendor_id), pr.head_dim)[static_cast<std::size_t>(index)];
   attention::fwd_call c;
-  c.policy = pl.choice.index;
-  c.grid_x = pl.grid_x;
-  c.grid_y = pl.grid_y;
-  c.grid_z = pl.grid_z;
-  if (a.policy != nullptr) {
-    const auto& all = pl.choice.all;
-    const auto it = std::find_if(all.begin(), all.end(), [&](const archdb::plan::considered& x) { return x.name == a.policy; });
-    if (it == all.end()) return unsupported(std::string("attention_forward: policy ") + a.policy + " is not a compiled candidate for this device, dtype and head_dim");
-    if (!it->fits) return unsupported(std::string("attention_forward: policy ") + a.policy + " does not fit: " + it->reason);
-    c.policy = static_cast<int>(it - all.begin());
-    const int bm = attention::candidates(attention::family_of(s.device().vendor_id), pr.head_dim)[static_cast<std::size_t>(c.policy)].block_m;
-    c.grid_x = static_cast<unsigned>((pr.seqlen_q + bm - 1) / bm);
-  }
+  c.policy = index;
+  c.grid_x = static_cast<unsigned>((pr.seqlen_q + pol.block_m - 1) / pol.block_m);
+  c.grid_y = static_cast<unsigned>(pr.heads_q);
+  c.grid_z = static_cast<unsigned>(pr.batch);
   p.q = a.q.data;
   p.k = a.k.data;
   p.v = a.v.data;
@@ -418,29 +412,7 @@ status attention_forward(const stream& s, const attention_args& args) {
   c.s = &s;
   c.p = p;
 
-#define PK_DETAIL_ATTN_CASE(t, type_name, D) \
-  case D: return t::impl::attn_fwd_##type_name##_d##D(c);
-#define PK_DETAIL_ATTN_DISPATCH(t)                                                                       \
-  case target::t:                                                                                        \
-    if (type == dtype::bf16) {                                                                           \
-      switch (d) {                                                                                       \
-        PK_DETAIL_ATTN_CASE(t, bf16, 32) PK_DETAIL_ATTN_CASE(t, bf16, 64) PK_DETAIL_ATTN_CASE(t, bf16, 96) \
-        PK_DETAIL_ATTN_CASE(t, bf16, 128) PK_DETAIL_ATTN_CASE(t, bf16, 192) PK_DETAIL_ATTN_CASE(t, bf16, 256) \
-      }                                                                                                  \
-    } else {                                                                                             \
-      switch (d) {                                                                                       \
-        PK_DETAIL_ATTN_CASE(t, f16, 32) PK_DETAIL_ATTN_CASE(t, f16, 64) PK_DETAIL_ATTN_CASE(t, f16, 96)  \
-        PK_DETAIL_ATTN_CASE(t, f16, 128) PK_DETAIL_ATTN_CASE(t, f16, 192) PK_DETAIL_ATTN_CASE(t, f16, 256) \
-      }                                                                                                  \
-    }                                                                                                    \
-    break;
-  switch (s.code_target()) {
-    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_ATTN_DISPATCH)
-    default: break;
-  }
-#undef PK_DETAIL_ATTN_DISPATCH
-#undef PK_DETAIL_ATTN_CASE
-  return unsupported(std::string("attention_forward: target ") + to_string(s.code_target()) + " is not built");
+  return instances::attn_fwd::dispatch(s.code_target(), type, static_cast<int>(d), c);
 }
 
 }  // namespace pk

@@ -237,7 +237,7 @@ TEST_P(AttentionEdges, BadArgumentsNameTheRule) {
     a.policy = "not-a-policy";  // should the check go, a status still comes back before any launch
     expect(a, errc::invalid_argument, "out: data must not be null", __LINE__);
     a.out.data = buf.data() + one;
-    expect(a, errc::unsupported, "policy not-a-policy is not a compiled candidate", __LINE__);
+    expect(a, errc::invalid_argument, "policy not-a-policy is not a compiled candidate", __LINE__);
   }
   {
     auto a = good();

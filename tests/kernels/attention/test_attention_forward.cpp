@@ -188,9 +188,12 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
     t->stride[0] = 8 * 64, t->stride[1] = 64, t->stride[2] = 64, t->stride[3] = 1;
   }
   a.policy = c.policy.c_str();
+  // The one forced-policy rule: an unknown name is invalid_argument and lists the candidates.
   const status st = attention_forward(s, a);
-  EXPECT_EQ(st.code(), errc::unsupported) << st.to_string();
-  EXPECT_NE(st.message().find("policy"), std::string::npos) << st.to_string();
+  EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+  EXPECT_NE(st.message().find("policy attn_fwd_bf16_d64_b1x1_t1_s1 is not a compiled candidate"), std::string::npos)
+      << st.to_string();
+  EXPECT_NE(st.message().find("candidates: attn_fwd_bf16_d64_"), std::string::npos) << st.to_string();
 }
 
 // Bad input: a clear status naming the argument, and nothing launched.

@@ -2,6 +2,7 @@
 // Plain constexpr C++: the host planner reads them at run time, the kernels at compile time.
 #pragma once
 #include <pk/archdb/arch.hpp>
+#include <pk/attention/attn_fwd_keys.hpp>
 
 #include <array>
 #include <cstdint>
@@ -28,7 +29,8 @@ enum class family : std::uint8_t { nvidia, amd };
 
 constexpr family family_of(archdb::vendor v) { return v == archdb::vendor::amd ? family::amd : family::nvidia; }
 
-inline constexpr std::array<int, 6> head_dims{32, 64, 96, 128, 192, 256};
+//! The head dims with compiled instances: the instance table (kernels/attention/CMakeLists.txt).
+inline constexpr auto& head_dims = instances::attn_fwd::head_dim_values;
 
 constexpr bool supported_head_dim(int d) {
   for (int h : head_dims)

@@ -1,5 +1,5 @@
 // Attention forward, launch code compiled once per target: picks the compiled instance of the planned
-// policy and launches it. Each instance TU (src/instances/*.cpp) compiles one dtype x head dim.
+// policy and launches it. Each instance TU (generated from the instance table in kernels/attention/CMakeLists.txt)
 #pragma once
 #include <pk/attention/attention_policy.hpp>
 #include <pk/attention/detail/attention_agent.hpp>
@@ -50,10 +50,11 @@ status attn_fwd_launch(const attention::fwd_call& c) {
 }  // namespace impl
 PK_DETAIL_TARGET_END
 
-//! Defines the instance entry point `attn_fwd_<type>_d<D>` of this target (one per instance TU).
-#define PK_ATTENTION_INSTANCE(type, T, D)                                            \
-  PK_DETAIL_TARGET_BEGIN                                                             \
-  namespace impl {                                                                   \
-  status attn_fwd_##type##_d##D(const attention::fwd_call& c) { return attn_fwd_launch<T, D>(c); } \
-  }                                                                                  \
+//! Defines the instance entry point `fn` (attn_fwd_<type>_d<D>) of this target: one per instance TU,
+//! generated from the instance table in kernels/attention/CMakeLists.txt.
+#define PK_ATTENTION_INSTANCE(fn, type, T, D)                                 \
+  PK_DETAIL_TARGET_BEGIN                                                      \
+  namespace impl {                                                            \
+  status fn(const attention::fwd_call& c) { return attn_fwd_launch<T, D>(c); } \
+  }                                                                           \
   PK_DETAIL_TARGET_END
