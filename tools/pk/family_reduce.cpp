@@ -151,6 +151,22 @@ class reduce_family final : public family {
         out.push_back(std::move(e));
       }
     }
+    // The reproducible sums (options.reproducible): repro_sum_kernel<BlockThreads, T> for f32 and f64,
+    // planned by plan_reduce_reproducible.
+    for (const auto& d : types) {
+      if (std::string(d.name) != "f32" && std::string(d.name) != "f64") continue;
+      const archdb::plan pr = reduction::plan_reduce_reproducible(*dev, 1, d.bytes);
+      for (std::size_t i = 0; i < pr.all.size() && i < reduction::reproducible_candidates.size(); ++i) {
+        manifest_entry e;
+        e.family = "reduce";
+        e.candidate = pr.all[i].name;
+        e.instance = pr.all[i].name + "_" + d.name;
+        e.symbol = "repro_sum_kernelILi" + std::to_string(reduction::reproducible_candidates[i]) + "E" + d.mangled;
+        e.planned = pr.all[i].res;
+        e.declares_spills = declares(e.symbol);
+        out.push_back(std::move(e));
+      }
+    }
     return out;
   }
 

@@ -337,7 +337,7 @@ int cmd_tune(family& f, const verb_options& o) {
   for (std::size_t k = 0; k < order.size(); ++k) {
     const int i = order[k];
     const std::string& name = model.all[static_cast<std::size_t>(i)].name;
-    std::cerr << "[" << k + 1 << "/" << order.size() << "] " << pad(name, 24) << std::flush;
+    std::cerr << "[" << k + 1 << "/" << order.size() << "] " << pad(name, 24) << " " << std::flush;
     timing t;
     if (auto st = time_work(s, warmup, reps, [&] { return f.launch(s, i); }, t); !st) return fail(st);
     archdb::plan pi = model;
