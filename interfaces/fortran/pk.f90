@@ -74,7 +74,7 @@ module pk
   ! Reduction options (pk_reduce_options); a default-initialized value is C's pk_reduce_options_default().
   type, bind(c), public :: pk_reduce_options
     integer(c_int32_t) :: reproducible = 0
-    integer(c_int32_t) :: policy = -1
+    type(c_ptr) :: policy = c_null_ptr  ! NUL-terminated candidate name, or null: the planner's choice
   end type pk_reduce_options
 
   ! Attention forward arguments (pk_attention_args), with the C defaults.

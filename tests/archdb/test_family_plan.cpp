@@ -93,11 +93,13 @@ TEST(Archdb_FamilyPlan, NothingFitsIsUnsupportedWithReasons) {
 
 TEST(Archdb_FamilyPlan, AdoptsTheTuningCacheWinner) {
   ad::clear_plan_cache();
-  const auto dir = std::filesystem::temp_directory_path() / ("pk_family_plan_" + std::to_string(::getpid()));
+  // The same file as Archdb_TuningHook.ApplyThroughTheProcessCache: the process-wide cache binds to the
+  // first path it sees, and both tests run in one process when the binary is run directly (other keys).
+  const auto dir = std::filesystem::temp_directory_path() / ("pk_tuning_hook_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "tuning.json").string();
   ::setenv("PK_TUNING_CACHE", path.c_str(), 1);
-  ::setenv("PK_TUNING", "cached", 1);
+  ::unsetenv("PK_TUNING");  // the default mode: cached
   const auto& d = dev("H200");
   const ad::plan model = make_plan(d);
   ASSERT_EQ(model.name, "b");
@@ -112,5 +114,4 @@ TEST(Archdb_FamilyPlan, AdoptsTheTuningCacheWinner) {
   // Without a bucket the family does not take part in tuning: the model's choice stays.
   const std::int64_t k2[] = {8};
   EXPECT_EQ(ad::cached_plan(d, "test_tuned", k2, "", [&] { return make_plan(d); })->name, "b");
-  std::filesystem::remove_all(dir);
 }

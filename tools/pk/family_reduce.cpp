@@ -193,7 +193,13 @@ class reduce_family final : public family {
 
   status launch(const stream& s, int index) override {
     reduce_options opt;
-    opt.policy = index;
+    std::string forced;
+    if (index >= 0) {
+      if (static_cast<std::size_t>(index) >= reduction::reduce_candidates.size())
+        return invalid_argument("reduce: candidate index " + std::to_string(index) + " out of range");
+      forced = reduction::name_of(reduction::reduce_candidates[static_cast<std::size_t>(index)]);
+      opt.policy = forced.c_str();
+    }
     return reduce(s, rop_, dt_->type, in_.data(), n_, out_.data(), opt);
   }
 

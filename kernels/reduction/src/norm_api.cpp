@@ -2,9 +2,10 @@
 #include <pk/config.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
 #include <pk/reduction/norm.hpp>
+#include <pk/archdb/family_plan.hpp>
 #include <pk/reduction/reduce_policy.hpp>
+#include <pk/reduction/rows_instances.hpp>
 
-#include "plan_cache.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -12,15 +13,6 @@
 #include <string>
 
 // The per-target instances (src/rows_<dtype>.cpp, once per built target).
-#define PK_DETAIL_DECLARE_ROWS(t)                      \
-  namespace pk::t::impl {                              \
-  status rows_f64(const reduction::rows_call&);        \
-  status rows_f32(const reduction::rows_call&);        \
-  status rows_f16(const reduction::rows_call&);        \
-  status rows_bf16(const reduction::rows_call&);       \
-  }
-PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_ROWS)
-#undef PK_DETAIL_DECLARE_ROWS
 
 namespace pk {
 namespace {
@@ -38,9 +30,6 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
     return invalid_argument(f + ": rows.type: not a pk::reduction::dtype value");
   if (r.type != dtype::f64 && r.type != dtype::f32 && r.type != dtype::f16 && r.type != dtype::bf16)
     return unsupported(f + ": rows.type " + reduction::to_string(r.type) + ": supported types are f64, f32, f16, bf16");
-  if (r.policy < -1 || r.policy >= static_cast<int>(reduction::segment_candidates.size()))
-    return invalid_argument(f + ": rows.policy = " + std::to_string(r.policy) + ": must be -1 or in [0, " +
-                            std::to_string(reduction::segment_candidates.size()) + ")");
   if (r.rows < 0) return invalid_argument(f + ": rows.rows = " + std::to_string(r.rows) + ": must be >= 0");
   if (r.cols < 0) return invalid_argument(f + ": rows.cols = " + std::to_string(r.cols) + ": must be >= 0");
   const std::int64_t xs = r.x_row_stride < 0 ? r.cols : r.x_row_stride;
@@ -85,17 +74,14 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
 status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows_desc& r, const void* w,
            const void* b, void* stat0, void* stat1, double eps, int correction) {
   const int eb = reduction::size_of(r.type);
-  reduction::detail::choice ch =
-      reduction::detail::cached_choice(s.device(), reduction::detail::plan_kind::rows, eb, r.rows, r.cols,
-                                       static_cast<std::int64_t>(op),
-                                       [&] { return reduction::plan_rows(s.device(), op, r.rows, r.cols, eb); });
-  if (ch.index < 0) return unsupported(std::string(fn) + ": no compiled policy fits " + s.device().name + ": " + ch.why);
-  if (r.policy >= 0) {
-    if (((ch.fits >> r.policy) & 1u) == 0u)
-      return unsupported(std::string(fn) + ": rows.policy = " + std::to_string(r.policy) + " does not fit this device");
-    ch.index = r.policy;
-  }
-  const archdb::plan p = ch.as_plan();
+  const std::int64_t key[] = {r.rows, r.cols, static_cast<std::int64_t>(op), eb};
+  const auto planned = archdb::cached_plan(s.device(), "rows", key, "",
+                                           [&] { return reduction::plan_rows(s.device(), op, r.rows, r.cols, eb); });
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, r.policy, fn, index));
+  archdb::plan p;
+  p.index = index;
+  p.occ = planned->all[static_cast<std::size_t>(index)].occ;
   reduction::rows_call c;
   c.s = &s;
   c.kind = kind;
@@ -114,22 +100,7 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.eps = eps;
   c.correction = correction;
   c.type_name = reduction::to_string(r.type);
-  switch (s.code_target()) {
-#define PK_DETAIL_DISPATCH(tg)                            \
-  case target::tg:                                        \
-    switch (r.type) {                                     \
-      case dtype::f64: return tg::impl::rows_f64(c);      \
-      case dtype::f32: return tg::impl::rows_f32(c);      \
-      case dtype::f16: return tg::impl::rows_f16(c);      \
-      case dtype::bf16: return tg::impl::rows_bf16(c);    \
-      default: break;                                     \
-    }                                                     \
-    break;
-    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
-#undef PK_DETAIL_DISPATCH
-    default: break;
-  }
-  return unsupported(std::string(fn) + ": target " + to_string(s.code_target()) + " is not built");
+  return instances::rows::dispatch(s.code_target(), r.type, c);
 }
 
 status norm(const stream& s, const norm_args& a, bool rms) {

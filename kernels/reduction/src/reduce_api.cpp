@@ -1,35 +1,20 @@
 // Reductions: validation, planning and dispatch to the per-target instances. Compiled once.
+#include <pk/archdb/family_plan.hpp>
 #include <pk/config.hpp>
 #include <pk/portable/lane.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
+#include <pk/reduction/reduce_instances.hpp>
 #include <pk/reduction/reduce_policy.hpp>
-
-#include "plan_cache.hpp"
+#include <pk/reduction/repro_instances.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <sstream>
-
-// The per-target instances (src/reduce_<dtype>.cpp and src/reduce_repro.cpp, once per built target).
-#define PK_DETAIL_DECLARE_REDUCE(t)                        \
-  namespace pk::t::impl {                                  \
-  status reduce_f64(const reduction::reduce_call&);        \
-  status reduce_f32(const reduction::reduce_call&);        \
-  status reduce_f16(const reduction::reduce_call&);        \
-  status reduce_bf16(const reduction::reduce_call&);       \
-  status reduce_i32(const reduction::reduce_call&);        \
-  status reduce_i64(const reduction::reduce_call&);        \
-  status reduce_i8(const reduction::reduce_call&);         \
-  status reduce_u8(const reduction::reduce_call&);         \
-  status repro_f32(const reduction::repro_call&);          \
-  status repro_f64(const reduction::repro_call&);          \
-  }
-PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DECLARE_REDUCE)
-#undef PK_DETAIL_DECLARE_REDUCE
 
 namespace pk {
 namespace reduction {
@@ -228,66 +213,24 @@ status check_op_type(const char* fn, reduce_op op, dtype t) {
   return {};
 }
 
-status dispatch(const reduction::reduce_call& c, dtype t, const char* fn) {
-  switch (c.s->code_target()) {
-#define PK_DETAIL_DISPATCH(tg)                                \
-  case target::tg:                                            \
-    switch (t) {                                              \
-      case dtype::f64: return tg::impl::reduce_f64(c);        \
-      case dtype::f32: return tg::impl::reduce_f32(c);        \
-      case dtype::f16: return tg::impl::reduce_f16(c);        \
-      case dtype::bf16: return tg::impl::reduce_bf16(c);      \
-      case dtype::i32: return tg::impl::reduce_i32(c);        \
-      case dtype::i64: return tg::impl::reduce_i64(c);        \
-      case dtype::i8: return tg::impl::reduce_i8(c);          \
-      case dtype::u8: return tg::impl::reduce_u8(c);          \
-    }                                                         \
-    break;
-    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
-#undef PK_DETAIL_DISPATCH
-    default: break;
-  }
-  return unsupported(std::string(fn) + ": target " + to_string(c.s->code_target()) + " is not built");
+// The plan's choice `index` with its occupancy, as the grid functions read it.
+archdb::plan chosen(const archdb::plan& p, int index) {
+  archdb::plan q;
+  q.index = index;
+  q.name = p.all[static_cast<std::size_t>(index)].name;
+  q.occ = p.all[static_cast<std::size_t>(index)].occ;
+  return q;
 }
 
-status dispatch_repro(const reduction::repro_call& c, dtype t) {
-  switch (c.s->code_target()) {
-#define PK_DETAIL_DISPATCH(tg) \
-  case target::tg: return t == dtype::f64 ? tg::impl::repro_f64(c) : tg::impl::repro_f32(c);
-    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
-#undef PK_DETAIL_DISPATCH
-    default: break;
-  }
-  return unsupported(std::string("reduce: target ") + to_string(c.s->code_target()) + " is not built");
-}
-
-status check_policy(const char* fn, int policy, std::size_t count) {
-  if (policy < -1 || policy >= static_cast<int>(count))
-    return invalid_argument(std::string(fn) + ": options.policy = " + std::to_string(policy) + ": must be -1 or in [0, " +
-                            std::to_string(count) + ")");
-  return {};
-}
-
-//! Applies options.policy: the forced candidate, when it fits (the grid keeps the planned occupancy).
-status force_policy(const char* fn, reduction::detail::choice& ch, int policy) {
-  if (policy < 0) return {};
-  if (((ch.fits >> policy) & 1u) == 0u)
-    return unsupported(std::string(fn) + ": options.policy = " + std::to_string(policy) + " does not fit this device");
-  ch.index = policy;
-  return {};
-}
-
-using reduction::detail::cached_choice;
-using reduction::detail::plan_kind;
-
-status reduce_reproducible(const stream& s, dtype type, const void* in, std::int64_t n, void* out, int policy) {
+status reduce_reproducible(const stream& s, dtype type, const void* in, std::int64_t n, void* out, const char* policy) {
   const int eb = reduction::size_of(type);
-  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::reproducible, eb, n, 0, 0, [&] {
+  const std::int64_t key[] = {n, eb};
+  const auto planned = archdb::cached_plan(s.device(), "reduce_reproducible", key, "", [&] {
     return reduction::plan_reduce_reproducible(s.device(), n, eb);
   });
-  if (ch.index < 0) return unsupported("reduce: no reproducible policy fits " + s.device().name + ": " + ch.why);
-  PK_TRY(force_policy("reduce", ch, policy));
-  const archdb::plan p = ch.as_plan();
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, policy, "reduce (reproducible)", index));
+  const archdb::plan p = chosen(*planned, index);
   using layout = reduction::reproducible_layout;
   const std::int64_t chunk = layout::chunk_elems(eb);
   const std::int64_t chunks = (n + chunk - 1) / chunk;
@@ -319,7 +262,7 @@ status reduce_reproducible(const stream& s, dtype type, const void* in, std::int
   c.group_tickets = reinterpret_cast<unsigned*>(w) + 1;
   c.chunk_sums = w + counters;
   c.group_sums = w + counters + chunk_bytes;
-  return dispatch_repro(c, type);
+  return instances::repro::dispatch(s.code_target(), type, c);
 }
 
 // ---- Limits: element counts, offsets and byte extents in checked int64 arithmetic. ----
@@ -385,16 +328,15 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
       return unsupported(std::string("reduce: options.reproducible: only the f32 and f64 sums have a reproducible "
                                      "mode (integer sums are exact; this is ") +
                          to_string(op) + " of " + reduction::to_string(type) + ")");
-    PK_TRY(check_policy("reduce", opt.policy, reduction::reproducible_candidates.size()));
     return reduce_reproducible(s, type, in, n, out, opt.policy);
   }
-  PK_TRY(check_policy("reduce", opt.policy, reduction::reduce_candidates.size()));
   const int eb = reduction::size_of(type);
-  reduction::detail::choice ch =
-      cached_choice(s.device(), plan_kind::device, eb, n, 0, 0, [&] { return reduction::plan_reduce(s.device(), n, eb); });
-  if (ch.index < 0) return unsupported("reduce: no compiled policy fits " + s.device().name + ": " + ch.why);
-  PK_TRY(force_policy("reduce", ch, opt.policy));
-  const archdb::plan p = ch.as_plan();
+  const std::int64_t key[] = {n, eb};
+  const auto planned =
+      archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, opt.policy, "reduce", index));
+  const archdb::plan p = chosen(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::device;
@@ -409,7 +351,7 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
   PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
   c.ticket = static_cast<unsigned*>(ws);
   c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
-  return dispatch(c, type, "reduce");
+  return instances::reduce::dispatch(s.code_target(), type, c);
 }
 
 status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t n, void* mean, void* var,
@@ -426,10 +368,12 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
   const int eb = reduction::size_of(type);
   PK_TRY(check_count_bytes("reduce_mean_var: n", n, eb));
-  const reduction::detail::choice ch =
-      cached_choice(s.device(), plan_kind::device, eb, n, 0, 0, [&] { return reduction::plan_reduce(s.device(), n, eb); });
-  if (ch.index < 0) return unsupported("reduce_mean_var: no compiled policy fits " + s.device().name + ": " + ch.why);
-  const archdb::plan p = ch.as_plan();
+  const std::int64_t key[] = {n, eb};
+  const auto planned =
+      archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, nullptr, "reduce_mean_var", index));
+  const archdb::plan p = chosen(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::mean_var;
@@ -445,7 +389,7 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
   c.ticket = static_cast<unsigned*>(ws);
   c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
-  return dispatch(c, type, "reduce_mean_var");
+  return instances::reduce::dispatch(s.code_target(), type, c);
 }
 
 status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* in, std::int64_t segments,
@@ -453,7 +397,6 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   PK_TRY(common_stream_checks("segmented_reduce", s));
   PK_TRY(check_op_type("segmented_reduce", op, type));
   if (opt.reproducible) return unsupported("segmented_reduce: options.reproducible: only the device-wide sum has it");
-  PK_TRY(check_policy("segmented_reduce", opt.policy, reduction::segment_candidates.size()));
   if (segments < 0) return invalid_argument("segmented_reduce: segments = " + std::to_string(segments) + ": must be >= 0");
   if (segments == 0) return {};
   if (offsets == nullptr) return invalid_argument("segmented_reduce: offsets: must not be null (segments + 1 values)");
@@ -469,12 +412,13 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   constexpr std::int64_t assumed_segment_len = 4096;
   const std::int64_t assumed_total =
       segments > INT64_MAX / assumed_segment_len ? INT64_MAX : segments * assumed_segment_len;
-  reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, segments, assumed_total, 0, [&] {
+  const std::int64_t key[] = {segments, eb};
+  const auto planned = archdb::cached_plan(s.device(), "segmented_reduce", key, "", [&] {
     return reduction::plan_segmented(s.device(), segments, assumed_total, eb);
   });
-  if (ch.index < 0) return unsupported("segmented_reduce: no compiled policy fits " + s.device().name + ": " + ch.why);
-  PK_TRY(force_policy("segmented_reduce", ch, opt.policy));
-  const archdb::plan p = ch.as_plan();
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, opt.policy, "segmented_reduce", index));
+  const archdb::plan p = chosen(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::segments;
@@ -486,7 +430,7 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   c.out = out;
   c.map.offsets = offsets;
   c.type_name = reduction::to_string(type);
-  return dispatch(c, type, "segmented_reduce");
+  return instances::reduce::dispatch(s.code_target(), type, c);
 }
 
 status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axis, const tensor_view& out,
@@ -495,7 +439,6 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
   PK_TRY(common_stream_checks(fn, s));
   PK_TRY(check_op_type(fn, op, in.type));
   if (opt.reproducible) return unsupported("reduce_axis: options.reproducible: only the device-wide sum has it");
-  PK_TRY(check_policy(fn, opt.policy, reduction::segment_candidates.size()));
   if (in.rank < 1 || in.rank > tensor_view::max_rank)
     return invalid_argument("reduce_axis: in.rank = " + std::to_string(in.rank) + ": must be in [1, 4]");
   if (axis < 0 || axis >= in.rank)
@@ -557,21 +500,26 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
   if (map.axis_stride == 1 || map.len <= 1) {
     map.axis_stride = 1;
     c.map.axis_stride = 1;
-    reduction::detail::choice ch = cached_choice(s.device(), plan_kind::segments, eb, outputs, outputs * map.len, 0,
-                                                 [&] { return reduction::plan_segmented(s.device(), outputs, outputs * map.len, eb); });
-    if (ch.index < 0) return unsupported("reduce_axis: no compiled policy fits " + s.device().name + ": " + ch.why);
-    PK_TRY(force_policy(fn, ch, opt.policy));
-    const archdb::plan p = ch.as_plan();
+    const std::int64_t key[] = {outputs, map.len, eb};
+    const auto planned = archdb::cached_plan(s.device(), "reduce_axis", key, "", [&] {
+      return reduction::plan_segmented(s.device(), outputs, outputs * map.len, eb);
+    });
+    int index = 0;
+    PK_TRY(archdb::select_policy(*planned, opt.policy, fn, index));
+    const archdb::plan p = chosen(*planned, index);
     c.kind = reduction::call_kind::segments;
     c.policy = p.index;
     c.grid = reduction::segment_grid(s.device(), p, outputs);
   } else {
+    if (opt.policy != nullptr && *opt.policy != '\0')
+      return unsupported(std::string("reduce_axis: options.policy ") + opt.policy +
+                         ": a strided axis (in.stride[axis] != 1) runs the one strided kernel, which has no candidates");
     constexpr std::int64_t threads = 256;  // impl::strided_block_threads
     c.kind = reduction::call_kind::strided;
     c.grid = static_cast<unsigned>(std::clamp<std::int64_t>((outputs + threads - 1) / threads, 1,
                                                             std::int64_t{s.device().sm_count} * 64));
   }
-  return dispatch(c, in.type, fn);
+  return instances::reduce::dispatch(s.code_target(), in.type, c);
 }
 
 }  // namespace pk

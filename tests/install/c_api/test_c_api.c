@@ -376,6 +376,11 @@ static void check_bad_calls(void) {
   pk_reduce_options reproducible = pk_reduce_options_default();
   reproducible.reproducible = 1;
   EXPECT_ERROR(pk_reduce(s, PK_REDUCE_MAX, &in, &out, &reproducible), PK_ERROR_UNSUPPORTED, "reproducible");
+  /* A forced policy is a candidate's name: an unknown one is an error, never dropped. */
+  pk_reduce_options forced = pk_reduce_options_default();
+  forced.policy = "reduce_b7_i1_v1";
+  EXPECT_ERROR(pk_reduce(s, PK_REDUCE_SUM, &in, &out, &forced), PK_ERROR_INVALID_ARGUMENT,
+               "policy reduce_b7_i1_v1 is not a compiled candidate");
 
   /* Along an axis, segmented, mean/variance. */
   const int64_t shape5[5] = {1, 1, 1, 8, 8};

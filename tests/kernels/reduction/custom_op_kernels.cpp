@@ -19,7 +19,8 @@ struct xor_op {
 
 status minmax_reduce(const stream& s, const test::minmax* in, std::int64_t n, test::minmax* out, int policy) {
   reduce_options o;
-  o.policy = policy;
+  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::reduce_candidates[static_cast<std::size_t>(policy)]);
+  if (policy >= 0) o.policy = forced.c_str();
   return reduce_custom(s, in, n, out, minmax_op{}, test::minmax{3.0e38f, -3.0e38f}, o);
 }
 status xor_reduce(const stream& s, const std::uint32_t* in, std::int64_t n, std::uint32_t* out) {

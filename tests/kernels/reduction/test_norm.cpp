@@ -73,7 +73,8 @@ void check_rows(const stream& s, which w, shape sh, const std::vector<T>& x, con
   r.cols = sh.cols;
   r.x_row_stride = stride;
   r.y_row_stride = stride;
-  r.policy = policy;
+  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::segment_candidates[static_cast<std::size_t>(policy)]);
+  if (policy >= 0) r.policy = forced.c_str();
   norm_args a;
   a.rows = r;
   a.weight = win.data();
@@ -300,8 +301,8 @@ TEST_P(Norm, BadArgumentsNameTheArgument) {
   bad.cols = -1;
   expect(softmax(s, bad), errc::invalid_argument, "rows.cols = -1");
   bad = r;
-  bad.policy = 9;
-  expect(softmax(s, bad), errc::invalid_argument, "rows.policy = 9");
+  bad.policy = "seg_b9";
+  expect(softmax(s, bad), errc::invalid_argument, "softmax: policy seg_b9 is not a compiled candidate");
   norm_args a;
   a.rows = r;
   expect(layer_norm(s, a), errc::invalid_argument, "weight");

@@ -23,7 +23,8 @@ void check_device(const stream& s, reduce_op op, std::size_t n, std::uint64_t sd
   const auto h = gen<T>(op, n, sd);
   auto in = upload_padded(s, h, offset);
   reduce_options opt;
-  opt.policy = policy;
+  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::reduce_candidates[static_cast<std::size_t>(policy)]);
+  if (policy >= 0) opt.policy = forced.c_str();
   const std::int64_t nn = static_cast<std::int64_t>(n);
   if (op == reduce_op::argmin || op == reduce_op::argmax) {
     device_buffer<std::int64_t> out;
@@ -330,8 +331,11 @@ TEST_P(ReduceOps, BadArgumentsNameTheArgument) {
   expect(reduce(s, reduce_op::prod, dtype::u8, buf.data(), 4, buf.data()), errc::unsupported, "type u8");
   expect(reduce(s, reduce_op::sum, static_cast<dtype>(99), buf.data(), 4, buf.data()), errc::invalid_argument, "type");
   reduce_options o;
-  o.policy = 17;
-  expect(reduce(s, reduce_op::sum, dtype::f32, buf.data(), 4, buf.data(), o), errc::invalid_argument, "options.policy");
+  o.policy = "reduce_b17";
+  expect(reduce(s, reduce_op::sum, dtype::f32, buf.data(), 4, buf.data(), o), errc::invalid_argument,
+         "reduce: policy reduce_b17 is not a compiled candidate");
+  o.policy = "seg_b256_g32_u4";  // a candidate of another entry point
+  expect(reduce(s, reduce_op::sum, dtype::f32, buf.data(), 4, buf.data(), o), errc::invalid_argument, "candidates: reduce_b");
   o = {};
   o.reproducible = true;
   expect(reduce(s, reduce_op::max, dtype::f32, buf.data(), 4, buf.data(), o), errc::unsupported, "reproducible");

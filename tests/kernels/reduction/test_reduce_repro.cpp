@@ -33,7 +33,9 @@ T run_repro(const stream& s, const std::vector<T>& h, std::size_t offset, int po
   EXPECT_TRUE(out.upload({poison<T>()}));
   reduce_options o;
   o.reproducible = true;
-  o.policy = policy;
+  const std::string forced =
+      policy < 0 ? "" : reduction::reproducible_name(reduction::reproducible_candidates[static_cast<std::size_t>(policy)]);
+  if (policy >= 0) o.policy = forced.c_str();
   const status st = reduce_sum<T>(s, in.data() + offset, static_cast<std::int64_t>(h.size()), out.data(), o);
   EXPECT_TRUE(st) << st.to_string();
   EXPECT_TRUE(synchronize(s));

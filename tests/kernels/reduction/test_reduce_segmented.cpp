@@ -45,7 +45,8 @@ void check_segmented(const stream& s, reduce_op op, std::uint64_t sd, int policy
   ASSERT_TRUE(off.upload(offsets));
   const std::int64_t segs = static_cast<std::int64_t>(seg_lengths.size());
   reduce_options opt;
-  opt.policy = policy;
+  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::segment_candidates[static_cast<std::size_t>(policy)]);
+  if (policy >= 0) opt.policy = forced.c_str();
   const auto run = [&](auto poison_value) {
     using Out = decltype(poison_value);
     device_buffer<Out> out;
@@ -221,6 +222,17 @@ TEST_P(ReduceSegmented, BadArgumentsNameTheArgument) {
   out.rank = 2;
   expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "out.rank");
   out.rank = 1;
+  // A forced policy is never dropped: the strided path (axis 0 here: stride 8) has no candidates, and a
+  // unit-stride axis accepts only its own candidates' names.
+  {
+    tensor_view out8 = out;
+    out8.shape[0] = 8;
+    reduce_options o;
+    o.policy = "seg_b256_g32_u4";
+    expect(reduce_axis(s, reduce_op::sum, in, 0, out8, o), errc::unsupported, "a strided axis");
+    o.policy = "reduce_b256_i16_v4";
+    expect(reduce_axis(s, reduce_op::sum, in, 1, out, o), errc::invalid_argument, "not a compiled candidate");
+  }
   in.stride[1] = -1;
   expect(reduce_axis(s, reduce_op::sum, in, 1, out), errc::invalid_argument, "in.stride[1]");
   in.stride[1] = 1;

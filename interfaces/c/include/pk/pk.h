@@ -151,9 +151,10 @@ typedef enum pk_reduce_op {
 typedef struct pk_reduce_options {
   int32_t reproducible; /* non-zero: f32/f64 device-wide sum with the same bits on every device and plan;
                            a NaN result is the canonical quiet NaN (0x7fc00000 / 0x7ff8000000000000) */
-  int32_t policy;       /* -1: the planner chooses; otherwise the index of a compiled candidate */
+  const char* policy;   /* NULL: the planner chooses; otherwise the name of a compiled candidate (`pk candidates`):
+                           unknown -> PK_ERROR_INVALID_ARGUMENT, not fitting -> PK_ERROR_UNSUPPORTED */
 } pk_reduce_options;
-/* {0, -1}. Every `opt` parameter below also accepts NULL for these defaults. */
+/* {0, NULL}. Every `opt` parameter below also accepts NULL for these defaults. */
 pk_reduce_options pk_reduce_options_default(void);
 
 /* Device-wide: `in` any rank, contiguous; `out` one element (rank 0, or all extents 1) of in's dtype

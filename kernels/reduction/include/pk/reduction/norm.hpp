@@ -46,7 +46,7 @@ struct rows_desc {
   std::int64_t cols = 0;
   std::int64_t x_row_stride = -1;  //!< elements between rows; -1: cols
   std::int64_t y_row_stride = -1;  //!< -1: cols
-  int policy = -1;                 //!< -1: the planner chooses; else an index into segment_candidates
+  const char* policy = nullptr;    //!< null: the planner chooses; else a candidate's name (seg_b256_g32_u4)
 };
 
 status softmax(const stream& s, const rows_desc& r);

@@ -57,8 +57,10 @@ const char* to_string(reduce_op op) noexcept;
 struct reduce_options {
   //! fp32/fp64 sum only: the same bits on every device, plan and backend (fixed-order chunked sum).
   bool reproducible = false;
-  //! -1: the planner chooses. Otherwise the index of a compiled candidate (tests, `pk tune`).
-  int policy = -1;
+  //! null: the planner chooses. Otherwise the name of a compiled candidate of the entry point (`pk candidates`
+  //! lists them: reduce_b256_i16_v4, repro_sum_b256, seg_b256_g32_u4): an unknown name is invalid_argument, a
+  //! candidate that does not fit the device or a path without candidates (a strided reduce_axis) unsupported.
+  const char* policy = nullptr;
 };
 
 //! Device-wide reduction of n elements of `type` at `in`. `out` is untyped because the result type

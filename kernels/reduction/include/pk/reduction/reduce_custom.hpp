@@ -16,6 +16,7 @@
 //    (written for n == 0).
 // Scratch memory comes from the stream's workspace, like pk::reduce.
 #pragma once
+#include <pk/archdb/family_plan.hpp>
 #include <pk/reduction/detail/reduce_launch.hpp>
 #include <pk/reduction/reduce.hpp>
 
@@ -45,12 +46,10 @@ status reduce_custom(const stream& s, const T* in, std::int64_t n, T* out, Op op
   if (opt.reproducible) return unsupported("reduce_custom: options.reproducible: only the f32/f64 sums have it");
   const int eb = static_cast<int>(sizeof(T));
   archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
-  if (p.index < 0) return unsupported("reduce_custom: no compiled policy fits " + s.device().name + ": " + p.why);
-  if (opt.policy >= 0) {
-    if (opt.policy >= static_cast<int>(reduction::reduce_candidates.size()) || !p.all[static_cast<std::size_t>(opt.policy)].fits)
-      return invalid_argument("reduce_custom: options.policy = " + std::to_string(opt.policy) + ": not a fitting candidate");
-    p.index = opt.policy;
-  }
+  int index = 0;
+  PK_TRY(archdb::select_policy(p, opt.policy, "reduce_custom", index));
+  p.index = index;
+  p.occ = p.all[static_cast<std::size_t>(index)].occ;
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::device;

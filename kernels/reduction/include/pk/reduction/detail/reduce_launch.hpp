@@ -202,3 +202,25 @@ status run_rows(const rows_call& c) {
 
 }  // namespace impl
 PK_DETAIL_TARGET_END
+
+//! The instance entry points, one per generated TU (the instance tables in kernels/reduction/CMakeLists.txt):
+//! reduce_<type> (device-wide, segmented, along an axis, mean/variance), rows_<type> (softmax, norms,
+//! row statistics) and repro_<type> (the reproducible sum, compiled without contraction).
+#define PK_REDUCE_INSTANCE(fn, type, T)                                 \
+  PK_DETAIL_TARGET_BEGIN                                                \
+  namespace impl {                                                      \
+  status fn(const reduce_call& c) { return run_reduce<T>(c); }          \
+  }                                                                     \
+  PK_DETAIL_TARGET_END
+#define PK_ROWS_INSTANCE(fn, type, T)                                   \
+  PK_DETAIL_TARGET_BEGIN                                                \
+  namespace impl {                                                      \
+  status fn(const rows_call& c) { return run_rows<T>(c); }              \
+  }                                                                     \
+  PK_DETAIL_TARGET_END
+#define PK_REPRO_INSTANCE(fn, type, T)                                  \
+  PK_DETAIL_TARGET_BEGIN                                                \
+  namespace impl {                                                      \
+  status fn(const repro_call& c) { return run_repro<T>(c); }            \
+  }                                                                     \
+  PK_DETAIL_TARGET_END

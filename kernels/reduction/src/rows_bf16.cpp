@@ -1,8 +1,0 @@
-// Instances: softmax, log_softmax, layer_norm, rms_norm and row mean/variance of bf16, once per target.
-#include <pk/reduction/detail/reduce_launch.hpp>
-
-PK_DETAIL_TARGET_BEGIN
-namespace impl {
-status rows_bf16(const rows_call& c) { return run_rows<bf16>(c); }
-}  // namespace impl
-PK_DETAIL_TARGET_END
