@@ -308,6 +308,35 @@ status check_view_extent(const char* fn, const char* name, const tensor_view& v,
   return {};
 }
 
+//! The single-pass device-wide kernels (reduce, reduce_mean_var): plan, workspace, dispatch.
+status device_wide(const stream& s, reduction::call_kind kind, reduction::op_code op, dtype type, const void* in,
+                   std::int64_t n, void* out, void* out2, int correction, const char* policy, const char* fn) {
+  const int eb = reduction::size_of(type);
+  const std::int64_t key[] = {n, eb};
+  const auto planned =
+      archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
+  int index = 0;
+  PK_TRY(archdb::select_policy(*planned, policy, fn, index));
+  const archdb::plan p = chosen(*planned, index);
+  reduction::reduce_call c;
+  c.s = &s;
+  c.kind = kind;
+  c.op = op;
+  c.policy = p.index;
+  c.grid = reduction::reduce_grid(s.device(), p, n, eb);
+  c.in = in;
+  c.n = n;
+  c.out = out;
+  c.out2 = out2;
+  c.correction = correction;
+  c.type_name = reduction::to_string(type);
+  void* ws = nullptr;
+  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
+  c.ticket = static_cast<unsigned*>(ws);
+  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
+  return instances::reduce::dispatch(s.code_target(), type, c);
+}
+
 status common_stream_checks(const char* fn, const stream& s) {
   if (!s.valid()) return invalid_argument(std::string(fn) + ": stream: not initialized (use pk::default_stream)");
   return {};
@@ -330,28 +359,8 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
                          to_string(op) + " of " + reduction::to_string(type) + ")");
     return reduce_reproducible(s, type, in, n, out, opt.policy);
   }
-  const int eb = reduction::size_of(type);
-  const std::int64_t key[] = {n, eb};
-  const auto planned =
-      archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
-  int index = 0;
-  PK_TRY(archdb::select_policy(*planned, opt.policy, "reduce", index));
-  const archdb::plan p = chosen(*planned, index);
-  reduction::reduce_call c;
-  c.s = &s;
-  c.kind = reduction::call_kind::device;
-  c.op = static_cast<reduction::op_code>(op);
-  c.policy = p.index;
-  c.grid = reduction::reduce_grid(s.device(), p, n, eb);
-  c.in = in;
-  c.n = n;
-  c.out = out;
-  c.type_name = reduction::to_string(type);
-  void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
-  c.ticket = static_cast<unsigned*>(ws);
-  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
-  return instances::reduce::dispatch(s.code_target(), type, c);
+  return device_wide(s, reduction::call_kind::device, static_cast<reduction::op_code>(op), type, in, n, out, nullptr, 0,
+                     opt.policy, "reduce");
 }
 
 status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t n, void* mean, void* var,
@@ -366,30 +375,9 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   if (mean == nullptr) return invalid_argument("reduce_mean_var: mean: must not be null");
   if (var == nullptr) return invalid_argument("reduce_mean_var: var: must not be null");
   if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
-  const int eb = reduction::size_of(type);
-  PK_TRY(check_count_bytes("reduce_mean_var: n", n, eb));
-  const std::int64_t key[] = {n, eb};
-  const auto planned =
-      archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
-  int index = 0;
-  PK_TRY(archdb::select_policy(*planned, nullptr, "reduce_mean_var", index));
-  const archdb::plan p = chosen(*planned, index);
-  reduction::reduce_call c;
-  c.s = &s;
-  c.kind = reduction::call_kind::mean_var;
-  c.policy = p.index;
-  c.grid = reduction::reduce_grid(s.device(), p, n, eb);
-  c.in = in;
-  c.n = n;
-  c.out = mean;
-  c.out2 = var;
-  c.correction = correction;
-  c.type_name = reduction::to_string(type);
-  void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
-  c.ticket = static_cast<unsigned*>(ws);
-  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
-  return instances::reduce::dispatch(s.code_target(), type, c);
+  PK_TRY(check_count_bytes("reduce_mean_var: n", n, reduction::size_of(type)));
+  return device_wide(s, reduction::call_kind::mean_var, reduction::op_code::sum, type, in, n, mean, var, correction,
+                     nullptr, "reduce_mean_var");
 }
 
 status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* in, std::int64_t segments,
