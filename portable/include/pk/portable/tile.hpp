@@ -14,7 +14,6 @@
 #include <pk/portable/mma.hpp>
 
 #include <cstdint>
-#include <cstring>
 
 PK_DETAIL_TARGET_BEGIN
 
@@ -178,7 +177,7 @@ struct reg_tile {
 #pragma unroll
       for (int e = 0; e < vals; e += 2) {
         const std::uint32_t two = pack2<T>(c.v[e], c.v[e + 1]);
-        std::memcpy(dst + Atom::c_m(lane, e) * ld + Atom::c_n(lane, e), &two, sizeof two);
+        __builtin_memcpy(dst + Atom::c_m(lane, e) * ld + Atom::c_n(lane, e), &two, sizeof two);
       }
     } else {
 #pragma unroll
@@ -199,7 +198,7 @@ struct reg_tile {
       const auto& c0 = f[i][kk * (Atom::K / Atom::N) + mma_layout::c_to_a_tile<Atom>(e)];
       const auto& c1 = f[i][kk * (Atom::K / Atom::N) + mma_layout::c_to_a_tile<Atom>(e + 1)];
       const std::uint32_t two = pack2<T>(c0.v[mma_layout::c_to_a_val<Atom>(e)], c1.v[mma_layout::c_to_a_val<Atom>(e + 1)]);
-      std::memcpy(&a.v[e], &two, sizeof two);
+      __builtin_memcpy(&a.v[e], &two, sizeof two);
     }
   }
 };
