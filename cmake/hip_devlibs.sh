@@ -14,10 +14,10 @@
 #   @__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 <V>, align 4
 #   V = major*1000 + minor*100 + stepping   (gfx90a -> 9010, gfx942 -> 9402, gfx1100 -> 11000)
 #
-# Working commands (clang 19.1.7 + Debian 12 ROCm 5.2 bitcode/headers; checked with
-# cmake/hip_smoke/run.sh, wall times on the 2-core dev machine):
+# Working commands (clang 19.1.7 + Debian 12 ROCm 5.2 bitcode/headers; the CI compile matrix and the HIP
+# library build use them; wall times on the 2-core dev machine):
 #   sh cmake/hip_devlibs.sh /tmp/pk_devlibs; DEVLIBS=/tmp/pk_devlibs          # 0.4 s, 62 files
-#   Device-only ELF code object, one invocation per target (0.35-0.5 s each for the smoke kernels):
+#   Device-only ELF code object, one invocation per target (0.35-0.5 s each for a small kernel):
 #     clang++-19 -x hip -std=c++17 -O3 --rocm-path=/usr --rocm-device-lib-path=$DEVLIBS \
 #       --cuda-device-only --no-gpu-bundle-output --offload-arch=gfx942 -c k.hip -o k_gfx942.o \
 #       -Rpass-analysis=kernel-resource-usage 2> k_gfx942.remarks
