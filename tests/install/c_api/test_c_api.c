@@ -410,7 +410,7 @@ static void check_bad_calls(void) {
   EXPECT_ERROR(pk_attention_forward(s, NULL), PK_ERROR_INVALID_ARGUMENT, "args");
   pk_attention_args a = pk_attention_args_default();
   CHECK(a.window_left == -1 && a.window_right == -1 && a.causal == 0);
-  EXPECT_ERROR(pk_attention_forward(s, &a), PK_ERROR_INVALID_ARGUMENT, "q: rank = 0");
+  EXPECT_ERROR(pk_attention_forward(s, &a), PK_ERROR_INVALID_ARGUMENT, "q: rank 0 must be 4");
   const int64_t qshape[4] = {1, 4, 1, 32};
   a.q = a.k = a.v = a.out = pk_tensor_contiguous(x, PK_DTYPE_F64, 4, qshape);
   EXPECT_ERROR(pk_attention_forward(s, &a), PK_ERROR_UNSUPPORTED, "f64");
