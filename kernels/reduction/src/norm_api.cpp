@@ -6,13 +6,10 @@
 #include <pk/reduction/reduce_policy.hpp>
 #include <pk/reduction/rows_instances.hpp>
 
-
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-// The per-target instances (src/rows_<dtype>.cpp, once per built target).
 
 namespace pk {
 namespace {
