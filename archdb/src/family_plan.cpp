@@ -74,6 +74,16 @@ status select_policy(const plan& p, const char* forced, std::string_view fn, int
                           " is not a compiled candidate for this device and problem (candidates: " + names + ")");
 }
 
+plan with_choice(const plan& p, int index) {
+  const plan::considered& c = p.all[static_cast<std::size_t>(index)];
+  plan q;
+  q.index = index;
+  q.name = c.name;
+  q.occ = c.occ;
+  q.predicted_us = c.predicted_us;
+  return q;
+}
+
 void clear_plan_cache() {
   std::lock_guard<std::mutex> g(cache_mutex());
   cache().clear();

@@ -81,6 +81,16 @@ TEST(Archdb_FamilyPlan, ForcedPolicyOneRule) {
   EXPECT_EQ(index, -7);
 }
 
+TEST(Archdb_FamilyPlan, WithChoiceCarriesTheCandidatesOccupancy) {
+  const ad::plan p = make_plan(dev("A100-SXM4-80GB"));
+  const ad::plan q = ad::with_choice(p, 0);
+  EXPECT_EQ(q.index, 0);
+  EXPECT_EQ(q.name, "a");
+  EXPECT_EQ(q.occ.blocks_per_sm, p.all[0].occ.blocks_per_sm);
+  EXPECT_GT(q.occ.blocks_per_sm, 0);
+  EXPECT_DOUBLE_EQ(q.predicted_us, p.all[0].predicted_us);
+}
+
 TEST(Archdb_FamilyPlan, NothingFitsIsUnsupportedWithReasons) {
   ad::plan none;
   none.index = -1;

@@ -76,9 +76,7 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
                                            [&] { return reduction::plan_rows(s.device(), op, r.rows, r.cols, eb); });
   int index = 0;
   PK_TRY(archdb::select_policy(*planned, r.policy, fn, index));
-  archdb::plan p;
-  p.index = index;
-  p.occ = planned->all[static_cast<std::size_t>(index)].occ;
+  const archdb::plan p = archdb::with_choice(*planned, index);
   reduction::rows_call c;
   c.s = &s;
   c.kind = kind;

@@ -213,15 +213,6 @@ status check_op_type(const char* fn, reduce_op op, dtype t) {
   return {};
 }
 
-// The plan's choice `index` with its occupancy, as the grid functions read it.
-archdb::plan chosen(const archdb::plan& p, int index) {
-  archdb::plan q;
-  q.index = index;
-  q.name = p.all[static_cast<std::size_t>(index)].name;
-  q.occ = p.all[static_cast<std::size_t>(index)].occ;
-  return q;
-}
-
 status reduce_reproducible(const stream& s, dtype type, const void* in, std::int64_t n, void* out, const char* policy) {
   const int eb = reduction::size_of(type);
   const std::int64_t key[] = {n, eb};
@@ -230,7 +221,7 @@ status reduce_reproducible(const stream& s, dtype type, const void* in, std::int
   });
   int index = 0;
   PK_TRY(archdb::select_policy(*planned, policy, "reduce (reproducible)", index));
-  const archdb::plan p = chosen(*planned, index);
+  const archdb::plan p = archdb::with_choice(*planned, index);
   using layout = reduction::reproducible_layout;
   const std::int64_t chunk = layout::chunk_elems(eb);
   const std::int64_t chunks = (n + chunk - 1) / chunk;
@@ -317,7 +308,7 @@ status device_wide(const stream& s, reduction::call_kind kind, reduction::op_cod
       archdb::cached_plan(s.device(), "reduce", key, "", [&] { return reduction::plan_reduce(s.device(), n, eb); });
   int index = 0;
   PK_TRY(archdb::select_policy(*planned, policy, fn, index));
-  const archdb::plan p = chosen(*planned, index);
+  const archdb::plan p = archdb::with_choice(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = kind;
@@ -406,7 +397,7 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   });
   int index = 0;
   PK_TRY(archdb::select_policy(*planned, opt.policy, "segmented_reduce", index));
-  const archdb::plan p = chosen(*planned, index);
+  const archdb::plan p = archdb::with_choice(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::segments;
@@ -494,7 +485,7 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
     });
     int index = 0;
     PK_TRY(archdb::select_policy(*planned, opt.policy, fn, index));
-    const archdb::plan p = chosen(*planned, index);
+    const archdb::plan p = archdb::with_choice(*planned, index);
     c.kind = reduction::call_kind::segments;
     c.policy = p.index;
     c.grid = reduction::segment_grid(s.device(), p, outputs);

@@ -42,6 +42,10 @@ std::shared_ptr<const plan> cached_plan(const device_desc& d, std::string_view f
 //! policy is never dropped silently. `fn` prefixes the message ("reduce: policy ...").
 status select_policy(const plan& p, const char* forced, std::string_view fn, int& index);
 
+//! The plan with candidate `index` of p.all as its choice (index, name, occupancy, predicted time): what
+//! the families' grid functions read after select_policy. `index` must be in [0, p.all.size()).
+plan with_choice(const plan& p, int index);
+
 //! Drops every cached plan (tests; `pk tune` after storing a winner).
 void clear_plan_cache();
 

@@ -45,11 +45,10 @@ status reduce_custom(const stream& s, const T* in, std::int64_t n, T* out, Op op
                             std::to_string(sizeof(T)) + " bytes exceed the largest byte offset (2^63 - 1 bytes)");
   if (opt.reproducible) return unsupported("reduce_custom: options.reproducible: only the f32/f64 sums have it");
   const int eb = static_cast<int>(sizeof(T));
-  archdb::plan p = reduction::plan_reduce(s.device(), n, eb);
+  const archdb::plan planned = reduction::plan_reduce(s.device(), n, eb);
   int index = 0;
-  PK_TRY(archdb::select_policy(p, opt.policy, "reduce_custom", index));
-  p.index = index;
-  p.occ = p.all[static_cast<std::size_t>(index)].occ;
+  PK_TRY(archdb::select_policy(planned, opt.policy, "reduce_custom", index));
+  const archdb::plan p = archdb::with_choice(planned, index);
   reduction::reduce_call c;
   c.s = &s;
   c.kind = reduction::call_kind::device;
