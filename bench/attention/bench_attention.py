@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Attention forward on the GPU: pk (through libpk_attention_shim.so, ctypes) against PyTorch SDPA's
-flash and cuDNN backends, measured in the same process on the same tensors with the same CUDA events.
+flash and cuDNN backends and the autotuned Triton anchor (shared/anchors/triton_attn.py), measured in the
+same process on the same tensors with the same CUDA events. Triton autotunes on a first call per shape,
+before any timed run; if the anchor cannot be loaded (no triton) or fails for a shape, its column is nan.
 
 FlashAttention grid: batch * seqlen = 16384 tokens, hidden = heads * head_dim = 2048, bf16, forward;
 TFLOP/s = 4 * b * h * s^2 * d (halved when causal); median of `reps` event-timed runs after warm-up.
@@ -8,7 +10,10 @@ TFLOP/s = 4 * b * h * s^2 * d (halved when causal); median of `reps` event-timed
   python3 bench/attention/bench_attention.py --lib build/attn-cuda/bench/attention/libpk_attention_shim.so
 """
 import argparse
+import ast
 import ctypes
+import importlib.util
+import pathlib
 import statistics
 import sys
 
@@ -33,14 +38,47 @@ def time_ms(fn, reps, warmup=3):
     return statistics.median(times)
 
 
+def load_triton_anchor(path):
+    """The anchor's definitions (imports, configs, kernels, triton_attention) without its module-level script:
+    run as a file it checks correctness and benchmarks its own grid, so only imports, assignments and
+    function definitions are executed. Line numbers and the file name are kept, so @triton.jit finds its source."""
+    spec = importlib.util.spec_from_file_location("pk_bench_triton_attn", path)
+    if spec is None:
+        raise ImportError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    tree = ast.parse(pathlib.Path(path).read_text(), filename=str(path))
+    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign, ast.AnnAssign)
+    tree.body = [n for n in tree.body if isinstance(n, keep)]
+    sys.modules[spec.name] = mod
+    try:
+        exec(compile(tree, str(path), "exec"), mod.__dict__)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    if not callable(getattr(mod, "triton_attention", None)):
+        raise ImportError(f"{path} defines no triton_attention(q, k, v, causal)")
+    return mod
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--dims", default="64,128,256")
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    ap.add_argument("--triton-anchor", default="../shared/anchors/triton_attn.py",
+                    help="the Triton attention anchor, relative to the repository root")
     ap.add_argument("--candidates", action="store_true", help="also time every fitting candidate policy")
     args = ap.parse_args()
+    causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    repo_root = pathlib.Path(__file__).resolve().parent.parent.parent
+    anchor_path = (repo_root / args.triton_anchor).resolve()
+    try:
+        anchor = load_triton_anchor(anchor_path)
+    except Exception as e:  # no triton, missing file, ...
+        print(f"# triton unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        anchor = None
     lib = ctypes.CDLL(args.lib)
     i64p = ctypes.POINTER(ctypes.c_int64)
     lib.pk_attention_forward.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, i64p, i64p, ctypes.c_void_p,
@@ -49,9 +87,11 @@ def main():
     lib.pk_attention_plan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     print(f"# device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
-    print("| head_dim | seqlen | causal | pk (plan) | flash | cudnn | pk/flash | pk/cudnn | max abs diff vs flash "
-          "| pk plan | best candidate (TFLOP/s) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    if anchor is not None:
+        print(f"# triton {anchor.triton.__version__} anchor: {anchor_path}")
+    print("| head_dim | seqlen | causal | pk (plan) | flash | cudnn | triton | pk/flash | pk/cudnn | pk/triton "
+          "| max abs diff vs flash | pk plan | best candidate (TFLOP/s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     torch.manual_seed(0)
     err = ctypes.create_string_buffer(4096)
     for d in [int(x) for x in args.dims.split(",")]:
@@ -61,7 +101,7 @@ def main():
             out = torch.empty_like(q)
             shape = (ctypes.c_int64 * 4)(*q.shape)
             stride = (ctypes.c_int64 * 4)(*q.stride())
-            for causal in (False, True):
+            for causal in causals:
                 stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
                 def run_pk(policy=None):
@@ -81,6 +121,27 @@ def main():
                 except RuntimeError as e:
                     print(f"# cudnn unavailable: {e}", file=sys.stderr)
                     res["cudnn"] = float("nan")
+                res["triton"] = float("nan")
+                if anchor is not None:
+                    try:
+                        # the anchor takes [b, h, s, d] with unit stride along d and reads whole BLOCK_M/BLOCK_N
+                        # tiles without masks (its configs go up to 128): refuse other seqlens rather than read
+                        # out of bounds, which would poison the CUDA context for every later measurement
+                        if s % 128:
+                            raise ValueError("seqlen not a multiple of 128 (the anchor does not mask partial tiles)")
+                        tq, tk, tv = (x if x.stride(-1) == 1 else x.contiguous() for x in (qt, kt, vt))
+                        anchor.triton_attention(tq, tk, tv, causal)  # autotunes for (s, d, causal), untimed
+                        torch.cuda.synchronize()
+                        res["triton"] = time_ms(lambda: anchor.triton_attention(tq, tk, tv, causal), args.reps)
+                        cfg = getattr(anchor._fwd, "best_config", None)
+                        if cfg is not None:
+                            print(f"# triton d={d} s={s} causal={int(causal)}: BLOCK_M={cfg.kwargs.get('BLOCK_M')} "
+                                  f"BLOCK_N={cfg.kwargs.get('BLOCK_N')} stages={cfg.num_stages} "
+                                  f"warps={cfg.num_warps}", file=sys.stderr)
+                    except Exception as e:
+                        print(f"# triton failed d={d} s={s} causal={int(causal)}: {type(e).__name__}: {e}",
+                              file=sys.stderr)
+                        res["triton"] = float("nan")
                 run_pk()
                 torch.cuda.synchronize()
                 diff = (out.float() - ref.float()).abs().max().item()
@@ -96,8 +157,9 @@ def main():
                         t = time_ms(lambda: run_pk(c.encode()), args.reps)
                         cands[c] = flops / (t * 1e-3) / 1e12
                 best = max(cands.items(), key=lambda x: x[1]) if cands else ("-", float("nan"))
-                print(f"| {d} | {s} | {'yes' if causal else 'no'} | {tf['pk']:.0f} | {tf['flash']:.0f} | {tf['cudnn']:.0f} | "
-                      f"{tf['pk'] / tf['flash']:.2f} | {tf['pk'] / tf['cudnn']:.2f} | {diff:.3g} | {name} | "
+                print(f"| {d} | {s} | {'yes' if causal else 'no'} | {tf['pk']:.0f} | {tf['flash']:.0f} | {tf['cudnn']:.0f} | {tf['triton']:.0f} | "
+                      f"{tf['pk'] / tf['flash']:.2f} | {tf['pk'] / tf['cudnn']:.2f} | {tf['pk'] / tf['triton']:.2f} | "
+                      f"{diff:.3g} | {name} | "
                       f"{best[0].replace('attn_fwd_bf16_', '')} ({best[1]:.0f}) |", flush=True)
 
 
