@@ -1,8 +1,12 @@
 // The SIMT emulator: a pool of OS threads over blocks; within a block each GPU thread is a fiber
-// (Boost.Context), scheduled round-robin. A fiber runs until it reaches a block barrier or a warp
-// collective; when no fiber can run, the scheduler completes the collectives whose warps have fully
-// arrived, then the barrier if every live thread waits at it. Anything else is divergence or a
-// deadlock, reported as an error naming the block, the threads and the call sites.
+// (Boost.Context), scheduled round-robin. A fiber runs until it reaches a block barrier, a warp or
+// warpgroup collective, a named barrier or an mbarrier wait; after each pass over the runnable
+// fibers the scheduler releases the mbarrier waits whose phase has completed, completes the
+// collectives whose warps (warpgroups) have fully arrived, then the block barrier if every live
+// thread waits at it. Anything else is divergence or a deadlock, reported as an error naming the
+// block, the threads, what they wait on and the call sites.
+#include "emulator_state.hpp"
+
 #include <pk/backend/host/launch.hpp>
 
 #include <boost/context/fiber.hpp>
@@ -78,29 +82,8 @@ struct pooled_stack_allocator {
   void deallocate(bctx::stack_context& sc) noexcept { pool->give_back(sc); }
 };
 
-// Thrown inside a fiber after the error was recorded; unwinds the GPU thread's stack.
-struct emulation_failure {};
-
-enum class lane_status : std::uint8_t { ready, at_barrier, at_warp, done, failed };
-
-struct lane {
-  lane_status st = lane_status::ready;
-  bctx::fiber fiber;  // the GPU thread while it is suspended
-  bctx::fiber sched;  // the scheduler while the GPU thread runs
-  thread_ctx tc;
-  // The pending barrier or collective.
-  call_site site;
-  collective_kind kind = collective_kind::sync;
-  const void* in = nullptr;
-  void* out = nullptr;
-  std::size_t bytes = 0;
-  int width = 0;
-  int arg = 0;
-  bool pred = false;
-  std::uint64_t mask_result = 0;
-  warp_custom_fn fn = nullptr;
-  const void* params = nullptr;
-};
+using detail::lane;
+using detail::lane_status;
 
 const char* kind_name(collective_kind k) {
   switch (k) {
@@ -114,6 +97,30 @@ const char* kind_name(collective_kind k) {
   }
   return "?";
 }
+
+const char* group_kind_name(detail::group_kind k) {
+  switch (k) {
+    case detail::group_kind::wgmma: return "wgmma";
+    case detail::group_kind::setmaxnreg: return "setmaxnreg";
+  }
+  return "?";
+}
+
+// A thread that is suspended but may still be released by another thread's progress (so a warp or
+// warpgroup collective it has not reached yet is not divergent until the whole block is stuck).
+bool may_arrive_later(lane_status s) {
+  return s == lane_status::ready || s == lane_status::at_mbarrier || s == lane_status::at_named;
+}
+
+}  // namespace
+
+std::string block_state::block_name() const {
+  std::ostringstream o;
+  o << cfg->kernel_name << " block (" << block_idx.x << "," << block_idx.y << "," << block_idx.z << ")";
+  return o.str();
+}
+
+namespace detail {
 
 std::string where(const call_site& s) {
   std::string f = s.file ? s.file : "?";
@@ -141,31 +148,6 @@ std::string ranges(const std::vector<int>& ids) {
   return o.str();
 }
 
-}  // namespace
-
-struct block_state {
-  std::vector<lane> lanes;
-  int warp_size = 32;
-  dim3 block_idx;
-  const launch_config* cfg = nullptr;
-  // Shared memory: [0, dynamic) is the dynamic region, static allocations follow.
-  std::byte* arena = nullptr;
-  std::size_t used = 0;
-  std::vector<std::pair<const void*, std::size_t>> statics;
-  std::string error;
-
-  std::string block_name() const {
-    std::ostringstream o;
-    o << cfg->kernel_name << " block (" << block_idx.x << "," << block_idx.y << "," << block_idx.z << ")";
-    return o.str();
-  }
-  void fail(const std::string& what) {
-    if (error.empty()) error = block_name() + ": " + what;
-  }
-};
-
-namespace {
-
 lane& self() { return *static_cast<lane*>(current_thread->detail_lane); }
 
 void yield_to_scheduler(lane& l) {
@@ -187,6 +169,18 @@ thread_ctx& require_thread(const char* api) {
   return *current_thread;
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::fail_here;
+using detail::ranges;
+using detail::require_thread;
+using detail::same_site;
+using detail::self;
+using detail::where;
+using detail::yield_to_scheduler;
+
 int source_lane(collective_kind k, int lane_id, int width, int arg) {
   const int seg_base = lane_id & ~(width - 1);
   const int in_seg = lane_id - seg_base;
@@ -203,37 +197,47 @@ int source_lane(collective_kind k, int lane_id, int width, int arg) {
 }
 
 // Completes the collective of warp `w` if all its live lanes wait at it. Returns true if resolved;
-// records divergence in b.error.
+// records divergence in b.error. Lanes that may still arrive (runnable, or waiting on an mbarrier or a
+// named barrier that another thread can complete) defer the decision.
 bool resolve_warp(block_state& b, int w) {
   const int n = static_cast<int>(b.lanes.size());
   const int first = w * b.warp_size;
   const int last = std::min(n, first + b.warp_size);
   int at_warp = 0;
-  for (int i = first; i < last; ++i) at_warp += b.lanes[i].st == lane_status::at_warp;
+  for (int i = first; i < last; ++i) {
+    if (may_arrive_later(b.lanes[i].st)) return false;
+    at_warp += b.lanes[i].st == lane_status::at_warp;
+  }
   if (at_warp == 0) return false;
   const lane& lead = [&]() -> const lane& {
     for (int i = first; i < last; ++i)
       if (b.lanes[i].st == lane_status::at_warp) return b.lanes[i];
     return b.lanes[first];
   }();
-  std::vector<int> same, other_coll, barrier, exited;
+  std::vector<int> same, other_coll, group, barrier, exited;
   for (int i = first; i < last; ++i) {
     const lane& l = b.lanes[i];
     const int ln = i - first;
     if (l.st == lane_status::at_warp)
       (l.kind == lead.kind && same_site(l.site, lead.site) && l.width == lead.width ? same : other_coll).push_back(ln);
+    else if (l.st == lane_status::at_warpgroup)
+      group.push_back(ln);
     else if (l.st == lane_status::at_barrier)
       barrier.push_back(ln);
     else
       exited.push_back(ln);
   }
-  if (!other_coll.empty() || !barrier.empty() || !exited.empty()) {
+  if (!other_coll.empty() || !group.empty() || !barrier.empty() || !exited.empty()) {
     std::ostringstream o;
     o << "warp " << w << ": divergent " << kind_name(lead.kind) << " at " << where(lead.site) << ": lanes "
       << ranges(same) << " arrived";
     if (!other_coll.empty()) {
       const lane& x = b.lanes[first + other_coll.front()];
       o << "; lanes " << ranges(other_coll) << " wait at " << kind_name(x.kind) << " " << where(x.site);
+    }
+    if (!group.empty()) {
+      const lane& x = b.lanes[first + group.front()];
+      o << "; lanes " << ranges(group) << " wait at " << group_kind_name(x.gkind) << " " << where(x.site);
     }
     if (!barrier.empty())
       o << "; lanes " << ranges(barrier) << " wait at the block barrier " << where(b.lanes[first + barrier.front()].site);
@@ -300,11 +304,89 @@ bool resolve_warp(block_state& b, int w) {
   return true;
 }
 
-// All fibers are blocked and no warp collective could complete: release the barrier or report.
+// Completes the collective of warpgroup `g` (threads [128 g, 128 g + 128)) if all its threads wait at
+// it; records divergence in b.error. Threads that may still arrive defer the decision, and so do
+// threads at a warp collective (their warp completes it first, or reports its own divergence).
+bool resolve_warpgroup(block_state& b, int g) {
+  const int first = g * detail::warpgroup_threads;
+  const int last = std::min(static_cast<int>(b.lanes.size()), first + detail::warpgroup_threads);
+  int arrived = 0;
+  for (int i = first; i < last; ++i) {
+    const lane_status s = b.lanes[i].st;
+    if (may_arrive_later(s) || s == lane_status::at_warp) return false;
+    arrived += s == lane_status::at_warpgroup;
+  }
+  if (arrived == 0) return false;
+  const lane* lead = nullptr;
+  for (int i = first; i < last && !lead; ++i)
+    if (b.lanes[i].st == lane_status::at_warpgroup) lead = &b.lanes[i];
+  std::vector<int> same, other, barrier, exited;
+  for (int i = first; i < last; ++i) {
+    const lane& l = b.lanes[i];
+    if (l.st == lane_status::at_warpgroup)
+      (l.gkind == lead->gkind && same_site(l.site, lead->site) ? same : other).push_back(i);
+    else if (l.st == lane_status::at_barrier)
+      barrier.push_back(i);
+    else
+      exited.push_back(i);
+  }
+  if (!other.empty() || !barrier.empty() || !exited.empty()) {
+    std::ostringstream o;
+    o << "warpgroup " << g << " (threads " << first << "-" << last - 1 << "): divergent " << group_kind_name(lead->gkind)
+      << " at " << where(lead->site) << ": threads " << ranges(same) << " arrived";
+    if (!other.empty()) {
+      const lane& x = b.lanes[other.front()];
+      o << "; threads " << ranges(other) << " wait at " << group_kind_name(x.gkind) << " " << where(x.site);
+    }
+    if (!barrier.empty())
+      o << "; threads " << ranges(barrier) << " wait at the block barrier " << where(b.lanes[barrier.front()].site);
+    if (!exited.empty()) o << "; threads " << ranges(exited) << " have exited";
+    o << " (every thread of the warpgroup must reach the same " << group_kind_name(lead->gkind) << ")";
+    b.fail(o.str());
+    return false;
+  }
+  switch (lead->gkind) {
+    case detail::group_kind::wgmma:
+      if (!detail::complete_wgmma(b, first)) return false;
+      break;
+    case detail::group_kind::setmaxnreg:
+      for (int i = first; i < last; ++i) {
+        if (b.lanes[i].arg != lead->arg) {
+          b.fail("warpgroup " + std::to_string(g) + ": setmaxnreg at " + where(lead->site) + ": thread " +
+                 std::to_string(i) + " asks for " + std::to_string(b.lanes[i].arg) + " registers, thread " +
+                 std::to_string(first) + " for " + std::to_string(lead->arg) +
+                 " (the count must be the same for the whole warpgroup)");
+          return false;
+        }
+      }
+      break;
+  }
+  for (int i = first; i < last; ++i) b.lanes[i].st = lane_status::ready;
+  return true;
+}
+
+// Threads waiting on an mbarrier whose phase has completed become runnable again.
+bool release_mbarrier_waiters(block_state& b) {
+  bool released = false;
+  for (lane& l : b.lanes) {
+    if (l.st != lane_status::at_mbarrier) continue;
+    if (detail::mbarrier_wait_done(b, l)) {
+      l.st = lane_status::ready;
+      released = true;
+    }
+    if (!b.error.empty()) return false;
+  }
+  return released;
+}
+
+// No warp collective could complete: release the block barrier if every live thread waits at it.
+// Threads at another barrier or exited make it a deadlock (reported here); threads still waiting on
+// something else leave the decision to the stall report.
 bool resolve_barrier(block_state& b) {
   std::vector<int> waiting, exited;
   const lane* lead = nullptr;
   std::vector<int> elsewhere;
+  bool pending_elsewhere = false;
   for (int i = 0; i < static_cast<int>(b.lanes.size()); ++i) {
     const lane& l = b.lanes[i];
     if (l.st == lane_status::at_barrier) {
@@ -312,6 +394,8 @@ bool resolve_barrier(block_state& b) {
       (same_site(l.site, lead->site) ? waiting : elsewhere).push_back(i);
     } else if (l.st == lane_status::done) {
       exited.push_back(i);
+    } else if (l.st != lane_status::failed) {
+      pending_elsewhere = true;
     }
   }
   if (!lead) return false;
@@ -325,15 +409,65 @@ bool resolve_barrier(block_state& b) {
     b.fail(o.str());
     return false;
   }
+  if (pending_elsewhere) return false;
   for (int i : waiting) b.lanes[i].st = lane_status::ready;
   return true;
+}
+
+// What a suspended thread waits on, for the stall report (threads with equal text are grouped).
+std::string waits_on(const block_state& b, const lane& l) {
+  const int t = l.tc.linear_tid;
+  switch (l.st) {
+    case lane_status::at_barrier: return "wait at the block barrier " + where(l.site);
+    case lane_status::at_warp:
+      return "wait at " + std::string(kind_name(l.kind)) + " " + where(l.site) + " (warp " +
+             std::to_string(t / b.warp_size) + ")";
+    case lane_status::at_warpgroup:
+      return "wait at " + std::string(group_kind_name(l.gkind)) + " " + where(l.site) + " (warpgroup " +
+             std::to_string(t / detail::warpgroup_threads) + ")";
+    case lane_status::at_mbarrier:
+      return "wait at " + where(l.site) + " for the phase of parity " + std::to_string(l.arg) + " of the " +
+             detail::describe_mbarrier(b, l.mbar);
+    case lane_status::at_named: {
+      const detail::named_barrier_phase& p = b.named[l.named_id];
+      return "wait at named barrier " + std::to_string(l.named_id) + " " + where(l.site) + ": " +
+             std::to_string(p.arrived) + " of " + std::to_string(p.count) + " threads arrived";
+    }
+    case lane_status::done: return "have exited";
+    case lane_status::ready: return "are runnable";
+    case lane_status::failed: return "have failed";
+  }
+  return "?";
+}
+
+// Nothing can run and nothing can complete: a deadlock. Names every group of waiting threads.
+void report_stall(block_state& b) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (const lane& l : b.lanes) {
+    if (l.st == lane_status::done) continue;
+    std::string w = waits_on(b, l);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == w; });
+    if (it == groups.end()) {
+      groups.emplace_back(std::move(w), std::vector<int>{});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(l.tc.linear_tid);
+  }
+  std::vector<int> exited;
+  for (const lane& l : b.lanes)
+    if (l.st == lane_status::done) exited.push_back(l.tc.linear_tid);
+  std::ostringstream o;
+  o << "deadlock: no thread can make progress";
+  for (const auto& [what, ids] : groups) o << "; threads " << ranges(ids) << " " << what;
+  if (!exited.empty()) o << "; threads " << ranges(exited) << " have exited";
+  b.fail(o.str());
 }
 
 class worker {
  public:
   worker(const launch_config& cfg, std::size_t stack_bytes) : cfg_(cfg), stacks_(stack_bytes) {
-    arena_.reset(static_cast<std::byte*>(::operator new(static_cast<std::size_t>(cfg.smem_limit_per_block) + 16,
-                                                        std::align_val_t{16})));
+    arena_.reset(static_cast<std::byte*>(
+        ::operator new(static_cast<std::size_t>(cfg.smem_limit_per_block) + 16, std::align_val_t{arena_align})));
   }
 
   // Runs one block; returns an error message or "".
@@ -344,7 +478,9 @@ class worker {
     b.warp_size = cfg_.warp_size;
     b.block_idx = block_idx;
     b.arena = arena_.get();
+    b.arena_bytes = static_cast<std::size_t>(cfg_.smem_limit_per_block);
     b.used = cfg_.dynamic_smem;
+    b.mbarrier_magic = next_mbarrier_magic();
     if (options().poison_shared) std::memset(b.arena, 0xFF, cfg_.dynamic_smem);
     b.lanes.resize(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {
@@ -362,7 +498,7 @@ class worker {
         try {
           body();
           l.st = lane_status::done;
-        } catch (const emulation_failure&) {
+        } catch (const detail::emulation_failure&) {
           l.st = lane_status::failed;
         } catch (const std::exception& e) {
           b.fail("thread " + std::to_string(l.tc.linear_tid) + ": exception: " + e.what());
@@ -371,25 +507,31 @@ class worker {
         return std::move(l.sched);
       });
     }
+    const int warps = (n + b.warp_size - 1) / b.warp_size;
+    const int groups = (n + detail::warpgroup_threads - 1) / detail::warpgroup_threads;
     for (;;) {
-      bool ran = false;
       for (lane& l : b.lanes) {
         if (l.st != lane_status::ready) continue;
-        ran = true;
         current_thread = &l.tc;
         l.fiber = std::move(l.fiber).resume();
         current_thread = nullptr;
         if (!b.error.empty()) break;
       }
       if (!b.error.empty()) break;
-      bool resolved = false;
-      const int warps = (n + b.warp_size - 1) / b.warp_size;
+      bool resolved = release_mbarrier_waiters(b);
       for (int w = 0; w < warps && b.error.empty(); ++w) resolved |= resolve_warp(b, w);
+      for (int g = 0; g < groups && b.error.empty(); ++g) resolved |= resolve_warpgroup(b, g);
       if (!b.error.empty()) break;
       if (resolved) continue;
+      // Threads released during the pass (a named barrier completed by a later thread) run next.
+      if (std::any_of(b.lanes.begin(), b.lanes.end(), [](const lane& l) { return l.st == lane_status::ready; }))
+        continue;
       if (resolve_barrier(b)) continue;
       if (!b.error.empty()) break;
-      if (!ran) break;  // every thread has finished
+      if (std::all_of(b.lanes.begin(), b.lanes.end(), [](const lane& l) { return l.st == lane_status::done; }))
+        break;  // every thread has finished
+      report_stall(b);
+      break;
     }
     // Suspended fibers (only after an error) are unwound by their destructors here.
     b.lanes.clear();
@@ -397,9 +539,21 @@ class worker {
   }
 
  private:
+  // The arena is aligned like the swizzle patterns' repeat (1024 bytes for the 128-byte swizzle), so
+  // shared-window offsets have the address bits the hardware's swizzles read.
+  static constexpr std::size_t arena_align = 1024;
   struct aligned_delete {
-    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{16}); }
+    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{arena_align}); }
   };
+  // A value per block run (never the poison pattern or zero), so barriers from earlier blocks read as
+  // uninitialised: the run counter times Knuth's multiplicative-hash constant, XOR "mbar".
+  static std::uint32_t next_mbarrier_magic() {
+    static std::atomic<std::uint32_t> counter{0};
+    for (;;) {
+      const std::uint32_t m = (counter.fetch_add(1, std::memory_order_relaxed) * 2654435761u) ^ 0x6d626172u;
+      if (m != 0 && m != 0xFFFFFFFFu) return m;
+    }
+  }
   const launch_config& cfg_;
   stack_pool stacks_;
   std::unique_ptr<std::byte, aligned_delete> arena_;
