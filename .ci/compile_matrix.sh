@@ -32,9 +32,11 @@ compile_one() {
   IFS='|' read -r kind arch tu src incs <<< "$1"
   local t0=$SECONDS rc
   if [[ $kind == cuda ]]; then
+    # Each arch as a build for it alone: only a 90a build has the warp-specialized instances.
+    local only=0; [[ $arch == 90a ]] && only=1
     # shellcheck disable=SC2086
     "$nvcc" -x cu -std=c++20 --expt-relaxed-constexpr -O3 -cubin -gencode "arch=compute_${arch},code=sm_${arch}" \
-      -Xptxas -v -Xptxas -warn-spills $incs "$src" -o "$out/$tu.sm_$arch.cubin" > "$out/$tu.sm_$arch.ptxas.log" 2>&1
+      -DPK_CUDA_SM90A=$only -Xptxas -v -Xptxas -warn-spills $incs "$src" -o "$out/$tu.sm_$arch.cubin" > "$out/$tu.sm_$arch.ptxas.log" 2>&1
     rc=$?; log="$out/$tu.sm_$arch.ptxas.log"
   else
     # shellcheck disable=SC2086

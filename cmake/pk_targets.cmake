@@ -10,6 +10,7 @@
 #   name|backend|arch (archdb enumerator: the ISA a host target emulates)|device impersonated by default
 set(PK_CODE_TARGETS
   "host_sm80|host|sm80|A100-SXM4-80GB"
+  "host_sm90a|host|sm90a|H100 SXM"
   "host_gfx942|host|gfx942|MI300X"
   "host_gfx1100|host|gfx1100|RX 7900 XTX"
   "cuda|cuda|generic|"

@@ -24,6 +24,7 @@ std::string fmt_us(double us) {
 fit_result check_fit(const device_desc& d, const candidate& c) {
   const auto& k = c.res;
   const std::string on = " on " + d.name;
+  if (!c.unavailable.empty()) return no(c.unavailable + on);
   if (c.spill_bytes > 0 && !c.declares_spills)
     return no("register spills " + std::to_string(c.spill_bytes) + " B per thread not declared by the candidate" + on);
   if (k.threads_per_block <= 0 || k.threads_per_block > d.max_threads_per_block)

@@ -87,8 +87,9 @@ class attention_family final : public family {
   }
 
   [[nodiscard]] std::vector<manifest_entry> manifest(archdb::arch a) const override {
-    // The kernel is attn_fwd_kernel<T, D, BM, BN, Threads, Stages> (kernels/attention/include/pk/
-    // attention/detail/attention_agent.hpp): "attn_fwd_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<Threads>ELi<S>E".
+    // The kernels are attn_fwd_kernel<T, D, BM, BN, Threads, Stages> (tiled_mma, attention_agent.hpp):
+    // "attn_fwd_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<Threads>ELi<S>E", and attn_fwd_ws_kernel<T, D, BM, BN,
+    // Stages> (ws_wgmma_tma, attention_ws.hpp, in an sm_90a build only): "attn_fwd_ws_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<S>E".
     // Planned resources: plan_attention's candidates on a device of the arch (dynamic smem included).
     std::vector<manifest_entry> out;
     const archdb::device_desc* dev = first_device_of(a);
@@ -99,17 +100,23 @@ class attention_family final : public family {
         attention::attention_problem pr;
         pr.type = t.type;
         pr.head_dim = hd;
+        pr.ws_compiled = archdb::traits(a).has_wgmma;  // a build for this arch alone (the compile matrix's)
         const archdb::plan p = plan_attention(*dev, pr);
-        const auto pols = attention::candidates(fam, hd);
+        const auto pols = attention::candidates(fam, pr.ws_compiled, hd);
         for (std::size_t i = 0; i < p.all.size() && i < pols.size(); ++i) {
           const auto& pol = pols[i];
           manifest_entry e;
           e.family = "attention";
           e.candidate = p.all[i].name;
           e.instance = p.all[i].name;
-          e.symbol = std::string("attn_fwd_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
-                     std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
-                     std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
+          if (pol.strat == attention::strategy::ws_wgmma_tma)
+            e.symbol = std::string("attn_fwd_ws_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
+                       std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
+                       std::to_string(pol.stages) + "E";
+          else
+            e.symbol = std::string("attn_fwd_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
+                       std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
+                       std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
           e.declares_spills = attention::declares_spills(fam, pol, hd);
           out.push_back(std::move(e));

@@ -3,6 +3,7 @@
 #include <pk/backend/cuda/memory.hpp>
 #include <pk/backend/cuda/stream.hpp>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -19,6 +20,43 @@ namespace {
 pk::status check(cudaError_t e, const char* what) { return e == cudaSuccess ? pk::status{} : from_error(e, what); }
 pk::status use_device(int ordinal) { return check(cudaSetDevice(ordinal), "cudaSetDevice"); }
 }  // namespace
+
+pk::status encode_tensor_map(void* out, const void* base, int rank, bool bf16, const std::uint64_t* dims,
+                             const std::uint64_t* strides, const std::uint32_t* box, int swizzle) {
+  using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const encode_fn encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    // 12000: the driver ABI version of cuTensorMapEncodeTiled's signature (introduced in CUDA 12.0).
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<encode_fn>(nullptr);
+    }
+    return reinterpret_cast<encode_fn>(fn);
+  }();
+  if (encode == nullptr)
+    return {errc::backend_error, "cuTensorMapEncodeTiled: not available from the driver (CUDA 12.0 or newer is required)"};
+  if (rank < 1 || rank > 5) return {errc::internal, "encode_tensor_map: rank must be 1..5"};
+  cuuint64_t d[5], st[4];
+  cuuint32_t b[5], e[5];
+  for (int i = 0; i < rank; ++i) {
+    d[i] = dims[i];
+    b[i] = box[i];
+    e[i] = 1;
+    if (i > 0) st[i - 1] = strides[i];
+  }
+  const CUresult r = encode(static_cast<CUtensorMap*>(out), bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                            static_cast<cuuint32_t>(rank), const_cast<void*>(base), d, st, b, e,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, static_cast<CUtensorMapSwizzle>(swizzle),
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return {errc::backend_error, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                                     "): a dimension, stride, box or alignment the copy engine does not accept"};
+  return {};
+}
 
 int device_count() noexcept {
   int n = 0;

@@ -21,6 +21,7 @@ namespace attention {
 const char* to_string(strategy s) noexcept {
   switch (s) {
     case strategy::tiled_mma: return "tiled_mma";
+    case strategy::ws_wgmma_tma: return "ws_wgmma_tma";
   }
   return "?";
 }
@@ -78,21 +79,46 @@ constexpr double load_latency_us = 1.0;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// The warp-specialized strategy's model. Its MMAs run at the tensor cores' rate less what feeding them
+// costs: a dense bf16 GEMM with wgmma reaches 760-790 of the H200's 989 TFLOP/s (cuBLAS, ANCHORS.md), so
+// 0.78 of the peak is the most one tile's products can take. The softmax's exponentials run on the
+// special-function unit, 16 per clock per SM (PTX ISA / CUDA C++ Programming Guide throughput table,
+// sm_90: 16 results per clock for ex2), and in this version they do not overlap the products of the
+// same warpgroup (no intra-warpgroup pipelining yet), so a tile costs both.
+constexpr double wgmma_share = 0.78;
+constexpr double exp_per_clock_per_sm = 16;
+// Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
+// __launch_bounds__(threads, 1) sets): the SM's 64 K registers over the block, in units of 8.
+int ws_launch_regs(const archdb::device_desc& d, int threads) {
+  const int per = d.regs_per_sm > 0 ? static_cast<int>(d.regs_per_sm / threads) : 65536 / threads;
+  return std::min(per / 8 * 8, d.max_regs_per_thread > 0 ? d.max_regs_per_thread : 255);
+}
+bool device_has_ws(const archdb::device_desc& d) {
+  const archdb::arch_traits& t = archdb::traits(d.isa);
+  return t.has_wgmma && t.has_tma;
+}
+
 }  // namespace
 
 attention_plan plan(const archdb::device_desc& device, const attention_problem& pr) {
   attention_plan out;
   const family fam = family_of(device.vendor_id);
-  const std::span<const policy> pols = candidates(fam, pr.head_dim);
+  const std::span<const policy> pols = candidates(fam, pr.ws_compiled, pr.head_dim);
   const int eb = pr.type == dtype::f32 ? 4 : 2;
+  const bool ws_device = device_has_ws(device);
   std::vector<archdb::candidate> cands;
   for (const policy& p : pols) {
     archdb::candidate c;
     c.name = name_of(p, to_string(pr.type), pr.head_dim);
     c.res.threads_per_block = p.block_threads;
-    c.res.regs_per_thread = estimated_regs(device, p, pr.head_dim);
     c.res.dynamic_smem = smem_bytes(p, pr.head_dim, eb, stages_p(fam));
     c.declares_spills = declares_spills(fam, p, pr.head_dim);
+    if (p.strat == strategy::ws_wgmma_tma) {
+      c.res.regs_per_thread = ws_launch_regs(device, p.block_threads);
+      if (!ws_device) c.unavailable = "needs warpgroup MMA and tensor copies (sm_90a)";
+    } else {
+      c.res.regs_per_thread = estimated_regs(device, p, pr.head_dim);
+    }
     cands.push_back(c);
   }
   const atom_shape at = atom_of(device);
@@ -109,6 +135,26 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
 
   out.choice = archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const policy& p = pols[static_cast<std::size_t>(&c - cands.data())];
+    if (p.strat == strategy::ws_wgmma_tma) {
+      const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
+      std::int64_t tiles = 0;
+      for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles += tiles_of_block(pr, p.block_m, p.block_n, mb);
+      const std::int64_t blocks = m_blocks * pr.heads_q * pr.batch;
+      const double dense = (pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops) * 1e12;
+      const double sm_flops = dense * wgmma_share / units;
+      const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
+      const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
+      const std::int64_t waves = archdb::waves(device, blocks, occ);
+      const double t_us = double(waves) * double(tiles) / double(m_blocks) * (t_mma + t_exp) * 1e6;
+      const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
+      std::ostringstream why;
+      why.precision(3);
+      why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
+          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2 (not yet overlapped); " << blocks << " blocks in "
+          << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
+          << "% of the last busy)";
+      return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};
+    }
     const int warps = p.block_threads / device.warp_size;
     const int wm = p.block_m / warps;
     const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
@@ -145,12 +191,24 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
   out.strat = strategy::tiled_mma;
   if (out.choice.index >= 0) {
     const policy& p = pols[static_cast<std::size_t>(out.choice.index)];
+    out.strat = p.strat;
+    // Why this strategy: the warp-specialized one wins where it exists and is modelled faster; otherwise say
+    // what keeps it out.
+    std::string strat_why;
+    if (p.strat == strategy::tiled_mma) {
+      if (!ws_device)
+        strat_why = " (" + device.name + " has no warpgroup MMA / tensor copies: ws_wgmma_tma needs sm_90a)";
+      else if (ws_candidates(pr.head_dim).empty())
+        strat_why = " (ws_wgmma_tma has no instance at head_dim " + std::to_string(pr.head_dim) + ": 64, 128, 256)";
+      else if (!pr.ws_compiled)
+        strat_why = " (this build has no sm_90a code: ws_wgmma_tma is not compiled)";
+    }
     out.grid_x = static_cast<unsigned>(ceil_div(pr.seqlen_q, p.block_m));
     out.grid_y = static_cast<unsigned>(pr.heads_q);
     out.grid_z = static_cast<unsigned>(pr.batch);
     out.block_threads = p.block_threads;
     out.smem_bytes = cands[static_cast<std::size_t>(out.choice.index)].res.dynamic_smem;
-    out.choice.why = std::string("strategy ") + to_string(out.strat) + ": " + out.choice.why;
+    out.choice.why = std::string("strategy ") + to_string(out.strat) + strat_why + ": " + out.choice.why;
   }
   return out;
 }
@@ -174,7 +232,7 @@ constexpr std::int64_t largest_tile = [] {
   int m = 0;
   for (const attention::family f : {attention::family::nvidia, attention::family::amd})
     for (const int hd : attention::head_dims)
-      for (const attention::policy& p : attention::candidates(f, hd)) m = std::max({m, p.block_m, p.block_n});
+      for (const attention::policy& p : attention::candidates(f, true, hd)) m = std::max({m, p.block_m, p.block_n});
   return m;
 }();
 // Longest sequence (or packed token count) accepted.
@@ -347,6 +405,7 @@ status attention_forward(const stream& s, const attention_args& args) {
   const windows win = effective_windows(a.causal, a.window_left, a.window_right, a.q.shape[1], a.k.shape[1]);
   pr.window_left = win.left;
   pr.window_right = win.right;
+  pr.ws_compiled = attention::ws_compiled(s.code_target());
   attention::fwd_params p;
   if (varlen) {
     for (const auto& [name, t] : {std::pair{"q", &a.q}, std::pair{"k", &a.k}, std::pair{"v", &a.v}, std::pair{"out", &a.out}})
@@ -376,18 +435,23 @@ status attention_forward(const stream& s, const attention_args& args) {
   // One plan per device and exact problem (archdb::cached_plan), with the tuning cache's winner for this
   // head_dim when `pk tune attention` stored one; a forced policy by the one rule (select_policy).
   const std::int64_t key[] = {static_cast<std::int64_t>(type), pr.batch, pr.heads_q, pr.heads_kv, pr.head_dim,
-                              pr.seqlen_q, pr.seqlen_k, pr.causal, pr.window_left, pr.window_right};
+                              pr.seqlen_q, pr.seqlen_k, pr.causal, pr.window_left, pr.window_right, pr.ws_compiled};
   const std::shared_ptr<const archdb::plan> pl = archdb::cached_plan(
       s.device(), "attention", key, "d" + std::to_string(pr.head_dim), [&] { return attention::plan(s.device(), pr).choice; });
   int index = 0;
   PK_TRY(archdb::select_policy(*pl, a.policy, "attention_forward", index));
   const attention::policy& pol =
-      attention::candidates(attention::family_of(s.device().vendor_id), pr.head_dim)[static_cast<std::size_t>(index)];
+      attention::candidates(attention::family_of(s.device().vendor_id), pr.ws_compiled, pr.head_dim)[static_cast<std::size_t>(index)];
   attention::fwd_call c;
   c.policy = index;
   c.grid_x = static_cast<unsigned>((pr.seqlen_q + pol.block_m - 1) / pol.block_m);
   c.grid_y = static_cast<unsigned>(pr.heads_q);
   c.grid_z = static_cast<unsigned>(pr.batch);
+  c.batch_q = a.q.shape[0];
+  c.q_tokens = a.q.shape[1];
+  c.k_tokens = a.k.shape[1];
+  c.heads_q = hq;
+  c.heads_kv = hkv;
   p.q = a.q.data;
   p.k = a.k.data;
   p.v = a.v.data;

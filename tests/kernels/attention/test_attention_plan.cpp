@@ -49,5 +49,42 @@ TEST(AttentionPlan, ReferenceDevicesGetDifferentTiles) {
   EXPECT_EQ(names.size(), 4u) << "A100, RTX 3090, H200 and MI300X should get different tiles";
 }
 
+// The strategy is chosen per device and says why: the warp-specialized one on sm_90a where it has
+// instances, the tiled one elsewhere, naming what keeps the other out.
+TEST(AttentionPlan, StrategyPerDeviceWithTheReason) {
+  const auto plan_on = [](const char* n, int d, bool ws_compiled = true) {
+    const auto* dev = archdb::find_device(n);
+    EXPECT_NE(dev, nullptr) << n;
+    auto pr = bench_problem(d, false);
+    pr.ws_compiled = ws_compiled;
+    const auto pl = attention::plan(*dev, pr);
+    EXPECT_GE(pl.choice.index, 0) << n << ": " << pl.choice.why;
+    std::cout << "[plan] " << n << " d" << d << (ws_compiled ? "" : " (no sm_90a code)") << ": " << pl.choice.name << "\n";
+    return pl;
+  };
+  for (const char* n : {"H200 SXM", "H100 SXM"})
+    for (int d : {64, 128, 256}) {
+      const auto pl = plan_on(n, d);
+      EXPECT_EQ(pl.strat, attention::strategy::ws_wgmma_tma) << n << " d" << d << ": " << pl.choice.why;
+      EXPECT_EQ(pl.choice.why.rfind("strategy ws_wgmma_tma: ", 0), 0u) << pl.choice.why;
+      EXPECT_NE(pl.choice.name.find("_ws_"), std::string::npos) << pl.choice.name;
+    }
+  for (const char* n : {"A100-SXM4-80GB", "RTX 3090", "MI300X"}) {
+    const auto pl = plan_on(n, 128);
+    EXPECT_EQ(pl.strat, attention::strategy::tiled_mma) << n;
+    if (archdb::find_device(n)->vendor_id == archdb::vendor::nvidia) {
+      EXPECT_NE(pl.choice.why.find("has no warpgroup MMA / tensor copies"), std::string::npos) << pl.choice.why;
+      // The sm_90a candidates are listed (a fat binary with sm_90a code has them) and rejected by name.
+      EXPECT_NE(pl.choice.why.find("needs warpgroup MMA and tensor copies (sm_90a)"), std::string::npos) << pl.choice.why;
+    }
+  }
+  const auto d96 = plan_on("H200 SXM", 96);
+  EXPECT_EQ(d96.strat, attention::strategy::tiled_mma);
+  EXPECT_NE(d96.choice.why.find("no instance at head_dim 96"), std::string::npos) << d96.choice.why;
+  const auto no_code = plan_on("H200 SXM", 128, false);
+  EXPECT_EQ(no_code.strat, attention::strategy::tiled_mma);
+  EXPECT_NE(no_code.choice.why.find("no sm_90a code"), std::string::npos) << no_code.choice.why;
+}
+
 }  // namespace
 }  // namespace pk::test

@@ -32,6 +32,7 @@ struct candidate {
   kernel_resources res;
   bool declares_spills = false; //!< the family accepts register spills for this candidate
   int spill_bytes = 0;          //!< spill bytes per thread from the compiler report
+  std::string unavailable;      //!< non-empty: why it cannot run on the device (an instruction its arch lacks)
 };
 
 //! Whether a candidate can run on a device; `reason` names the binding limit and both numbers.

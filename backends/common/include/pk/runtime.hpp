@@ -32,15 +32,22 @@ constexpr archdb::vendor vendor_of(target t) noexcept {
   if (i.backend == backend_kind::hip) return archdb::vendor::amd;
   return archdb::traits(i.isa).vendor_id;
 }
-//! The host target that emulates an arch: the one whose emulated ISA has the arch's vendor and warp
-//! size (NVIDIA -> host_sm80: mma.sync layouts, wave32; CDNA -> host_gfx942: MFMA, wave64; RDNA ->
-//! host_gfx1100: WMMA, wave32), whether built or not.
+//! The host target that emulates an arch: the one built for exactly its ISA (H100/H200 -> host_sm90a:
+//! warpgroup MMA, tensor copies), else a built one whose emulated ISA has the arch's vendor and warp size
+//! (NVIDIA -> host_sm80: mma.sync layouts, wave32; CDNA -> host_gfx942: MFMA, wave64; RDNA ->
+//! host_gfx1100: WMMA, wave32), else that vendor's first one, built or not (stream::host then names it).
 constexpr target host_target_for(archdb::arch isa) noexcept {
   const archdb::arch_traits& want = archdb::traits(isa);
+  const auto similar = [&](const code_target_info& i) {
+    return i.backend == backend_kind::host && archdb::traits(i.isa).vendor_id == want.vendor_id &&
+           archdb::traits(i.isa).warp_size == want.warp_size;
+  };
   for (const code_target_info& i : code_targets)
-    if (i.backend == backend_kind::host && archdb::traits(i.isa).vendor_id == want.vendor_id &&
-        archdb::traits(i.isa).warp_size == want.warp_size)
-      return i.id;
+    if (i.backend == backend_kind::host && i.isa == isa && i.built) return i.id;
+  for (const code_target_info& i : code_targets)
+    if (similar(i) && i.built) return i.id;
+  for (const code_target_info& i : code_targets)
+    if (similar(i)) return i.id;
   return code_targets[0].id;
 }
 

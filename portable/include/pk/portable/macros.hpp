@@ -7,12 +7,22 @@
 #define PK_DEVICE __device__
 #define PK_KERNEL __global__
 #define PK_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+//! Launch bounds with at least `blocks` resident blocks per SM (1: the register cap setmaxnreg needs).
+#define PK_LAUNCH_BOUNDS_MIN(threads, blocks) __launch_bounds__(threads, blocks)
+//! A kernel parameter that stays in parameter space (its address may be taken: tensor maps).
+#if PK_COMPILER_CUDA
+#define PK_GRID_CONSTANT __grid_constant__
+#else
+#define PK_GRID_CONSTANT
+#endif
 #define PK_DETAIL_SHARED __shared__
 #else
 #define PK_HOST_DEVICE
 #define PK_DEVICE
 #define PK_KERNEL
 #define PK_LAUNCH_BOUNDS(threads)
+#define PK_LAUNCH_BOUNDS_MIN(threads, blocks)
+#define PK_GRID_CONSTANT
 #define PK_DETAIL_SHARED
 #endif
 

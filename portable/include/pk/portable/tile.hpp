@@ -126,10 +126,20 @@ struct c_rows {
     return n;
   }
   static constexpr bool lane_independent() {
-    for (int l = 0; l < Layout::lanes; ++l)
+    // Per lane: every value is on its (lane-0) leader's row, and the leaders' rows are distinct. Linear in
+    // the values per lane (a warpgroup layout has 128 lanes x up to 128 values).
+    int lead[Layout::c_vals] = {}, leaders[Layout::c_vals] = {}, n = 0;
+    for (int v = 0; v < Layout::c_vals; ++v) {
+      lead[v] = leader(v);
+      if (lead[v] == v) leaders[n++] = v;
+    }
+    for (int l = 0; l < Layout::lanes; ++l) {
       for (int v = 0; v < Layout::c_vals; ++v)
-        for (int w = 0; w < Layout::c_vals; ++w)
-          if ((Layout::c_m(l, v) == Layout::c_m(l, w)) != same_row(v, w)) return false;
+        if (Layout::c_m(l, v) != Layout::c_m(l, lead[v])) return false;
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j)
+          if (Layout::c_m(l, leaders[i]) == Layout::c_m(l, leaders[j])) return false;
+    }
     return true;
   }
   //! True when values (2i, 2i+1) of every lane are adjacent columns of one row (stores go as pairs).

@@ -74,10 +74,12 @@ status attention_forward(const stream& s, const attention_args& args);
 
 namespace attention {
 
-//! How the forward pass is computed. Callers see it only in the plan; new strategies (a Hopper
-//! wgmma + TMA warp-specialized kernel) are added beside the existing one behind the same API.
+//! How the forward pass is computed. Callers see it only in the plan (and the policy names).
 enum class strategy : std::uint8_t {
-  tiled_mma,  //!< FlashAttention-2 style: warps split the query tile; portable MMA atoms (mma.sync/MFMA/WMMA)
+  tiled_mma,     //!< FlashAttention-2 style: warps split the query tile; portable MMA atoms (mma.sync/MFMA/WMMA)
+  ws_wgmma_tma,  //!< sm_90a: a producer warpgroup loads Q/K/V tiles with the tensor copy engine into a
+                 //!< stage ring guarded by mbarriers; consumer warpgroups (64 query rows each) multiply with
+                 //!< warpgroup MMAs from shared memory, P kept in registers
 };
 const char* to_string(strategy s) noexcept;
 
@@ -90,6 +92,10 @@ struct attention_problem {
   std::int64_t seqlen_q = 1, seqlen_k = 1;  //!< varlen: the maximum lengths
   bool causal = false;
   int window_left = -1, window_right = -1;
+  //! Whether the code that will run has the warp-specialized (sm_90a) instances: false for a build
+  //! without sm_90a code (attention_forward sets it from the stream's code target; `pk plan` assumes a
+  //! build that covers the device).
+  bool ws_compiled = true;
 };
 
 //! The planner's choice: strategy, the policy (candidate) among the ones compiled for the device's arch

@@ -2,7 +2,9 @@
 // Plain constexpr C++: the host planner reads them at run time, the kernels at compile time.
 #pragma once
 #include <pk/archdb/arch.hpp>
+#include <pk/attention/attention.hpp>
 #include <pk/attention/attn_fwd_keys.hpp>
+#include <pk/config.hpp>
 
 #include <array>
 #include <cstdint>
@@ -11,15 +13,20 @@
 
 namespace pk::attention {
 
-//! One compiled variant of the tiled forward kernel. Rows of the query tile are split evenly across
-//! the block's warps (block_threads / warp_size of them: the same policy gives 4 warps of 32 rows on
-//! a wave32 NVIDIA arch and 2 waves of 64 rows on wave64 CDNA).
+//! One compiled variant of a forward kernel.
+//!  tiled_mma: rows of the query tile are split evenly across the block's warps (block_threads /
+//!    warp_size of them: the same policy gives 4 warps of 32 rows on a wave32 NVIDIA arch and 2 waves of
+//!    64 rows on wave64 CDNA).
+//!  ws_wgmma_tma: one producer warpgroup and block_m / 64 consumer warpgroups (block_threads =
+//!    128 * (1 + block_m / 64)); `stages` K and V tiles in flight.
 struct policy {
   int block_m;        //!< queries per block
   int block_n;        //!< keys per inner iteration (K/V tile in shared memory)
   int block_threads;  //!< threads per block
-  int stages;         //!< K/V shared-memory buffers: 1 = FA2's overlap (V(j) loads during Q K(j)^T, K(j-1)
-                      //!< during P V(j)); 2 = double buffering (K/V(j-1) load during all of tile j)
+  int stages;         //!< K/V shared-memory buffers. tiled_mma: 1 = FA2's overlap (V(j) loads during
+                      //!< Q K(j)^T, K(j-1) during P V(j)); 2 = double buffering (K/V(j-1) load during all of
+                      //!< tile j). ws_wgmma_tma: the depth of the K and V rings
+  strategy strat = strategy::tiled_mma;
   friend constexpr bool operator==(const policy&, const policy&) = default;
 };
 
@@ -57,11 +64,59 @@ inline constexpr std::array<policy, 3> nvidia_large{{{128, 64, 256, 1}, {64, 64,
 inline constexpr std::array<policy, 3> amd_small{{{64, 64, 128, 1}, {128, 32, 256, 1}, {64, 32, 128, 1}}};     // d <= 128
 inline constexpr std::array<policy, 2> amd_large{{{64, 32, 128, 1}, {32, 32, 64, 1}}};                         // d >= 192
 
-constexpr std::span<const policy> candidates(family f, int head_dim) {
+// The warp-specialized strategy's candidates (sm_90a), for the head dims it covers. Starting tiles from
+// FlashAttention-3's sm90 tile table (hopper/tile_size.h: d64 192x128 with 3 consumer warpgroups; d128
+// 128x128 causal, 128x176 otherwise; d256 128x80 "hits the limit of smem"), 2 stages (its sm90 launch
+// template); to be measured (bench/results/attention-h200-*).
+inline constexpr policy ws(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma}; }
+inline constexpr std::array<policy, 2> ws_d64{{ws(192, 128), ws(128, 128)}};
+inline constexpr std::array<policy, 2> ws_d128{{ws(128, 128), ws(128, 176)}};
+inline constexpr std::array<policy, 2> ws_d256{{ws(128, 80), ws(128, 64)}};
+
+//! The head dims the warp-specialized strategy has instances for (others plan onto tiled_mma).
+constexpr std::span<const policy> ws_candidates(int head_dim) {
+  switch (head_dim) {
+    case 64: return ws_d64;
+    case 128: return ws_d128;
+    case 256: return ws_d256;
+    default: return {};
+  }
+}
+
+//! Whether a code target holds the warp-specialized instances: a host target emulating an arch with
+//! warpgroup MMA (host_sm90a), or a CUDA build with sm_90a code (PK_CUDA_SM90A). Other targets neither
+//! compile nor list them: an sm_80/86/89 build does not pay for them.
+constexpr bool ws_compiled(target t) {
+  const code_target_info& i = info(t);
+  if (i.backend == backend_kind::cuda) return PK_CUDA_SM90A != 0;
+  return i.backend == backend_kind::host && archdb::traits(i.isa).has_wgmma && archdb::traits(i.isa).has_tma;
+}
+
+namespace detail {
+template <std::size_t A, std::size_t B>
+constexpr std::array<policy, A + B> concat(const std::array<policy, A>& a, const std::array<policy, B>& b) {
+  std::array<policy, A + B> r{};
+  for (std::size_t i = 0; i < A; ++i) r[i] = a[i];
+  for (std::size_t i = 0; i < B; ++i) r[A + i] = b[i];
+  return r;
+}
+inline constexpr auto ws_then_small_64 = concat(ws_d64, nvidia_small);
+inline constexpr auto ws_then_small_128 = concat(ws_d128, nvidia_small);
+inline constexpr auto ws_then_large_256 = concat(ws_d256, nvidia_large);
+}  // namespace detail
+
+//! The candidate list of a code target, default first: the warp-specialized ones (where compiled, for
+//! the head dims they cover), then the tiled ones of the vendor.
+constexpr std::span<const policy> candidates(family f, bool ws, int head_dim) {
+  if (f == family::nvidia && ws) {
+    if (head_dim == 64) return detail::ws_then_small_64;
+    if (head_dim == 128) return detail::ws_then_small_128;
+    if (head_dim == 256) return detail::ws_then_large_256;
+  }
   if (f == family::nvidia) return head_dim <= 128 ? std::span<const policy>(nvidia_small) : std::span<const policy>(nvidia_large);
   return head_dim <= 128 ? std::span<const policy>(amd_small) : std::span<const policy>(amd_large);
 }
-constexpr std::size_t candidate_count(family f, int head_dim) { return candidates(f, head_dim).size(); }
+constexpr std::size_t candidate_count(family f, bool ws, int head_dim) { return candidates(f, ws, head_dim).size(); }
 
 //! Candidates that spill a little and are kept on purpose (the planner and the CI resource check accept
 //! their spills). Measured with ptxas -v, CUDA 13.0, sm_80/86/90a, 2026-11-30: at 255 registers, 24-128
@@ -74,6 +129,7 @@ constexpr std::size_t candidate_count(family f, int head_dim) { return candidate
 //! at head_dim 96 and 192 (the CI compile matrix, 2026-11-30); gfx90a/gfx942 spill nothing. One AMD
 //! candidate list serves both, so the declaration covers the gfx1100 instances of those head_dims.
 constexpr bool declares_spills(family f, const policy& p, int head_dim) {
+  if (p.strat == strategy::ws_wgmma_tma) return false;
   if (f != family::nvidia) return head_dim == 96 || head_dim == 192;
   const int rows_per_warp = p.block_m * 32 / p.block_threads;  // NVIDIA warps are 32 lanes
   return (rows_per_warp >= 32 && head_dim >= 96) || (p.block_m == 64 && p.block_n == 64 && head_dim >= 96);
@@ -84,17 +140,28 @@ constexpr bool declares_spills(family f, const policy& p, int head_dim) {
 //! the planner needs it per vendor: NVIDIA's mma.sync keeps P in registers.
 constexpr bool stages_p(family f) { return f == family::amd; }
 
+//! Shared memory of the warp-specialized kernel: swizzled Q, K and V tiles (no padding: the swizzle
+//! spreads the banks), its barriers, and the slack that aligns the tiles to their 1024-byte swizzle pattern.
+inline constexpr int ws_barrier_bytes = 256;
+inline constexpr int ws_align_slack = 1024;
+constexpr std::int64_t ws_smem_bytes(const policy& p, int head_dim, int elem_bytes) {
+  const std::int64_t tiles = (std::int64_t{p.block_m} + 2 * std::int64_t{p.block_n} * p.stages) * head_dim * elem_bytes;
+  return tiles + ws_barrier_bytes + ws_align_slack;
+}
+
 //! Dynamic shared memory of a policy: Q tile, `stages` K and V tiles and (if staged) the P tile.
 constexpr std::int64_t smem_bytes(const policy& p, int head_dim, int elem_bytes, bool staged_p) {
+  if (p.strat == strategy::ws_wgmma_tma) return ws_smem_bytes(p, head_dim, elem_bytes);
   const std::int64_t pad = smem_pad_bytes / elem_bytes;
   const std::int64_t qkv = (std::int64_t{p.block_m} + 2 * std::int64_t{p.block_n} * p.stages) * (head_dim + pad);
   const std::int64_t pt = staged_p ? std::int64_t{p.block_m} * (p.block_n + pad) : 0;
   return (qkv + pt) * elem_bytes;
 }
 
-//! "attn_fwd_bf16_d128_b128x64_t128_s2" — the instance name (kernel names, plans, tuning cache).
+//! "attn_fwd_bf16_d128_b128x64_t128_s2" (tiled), "attn_fwd_bf16_d128_ws_b128x128_t384_s2" — the instance name (kernel names, plans, tuning cache).
 inline std::string name_of(const policy& p, const char* type, int head_dim) {
-  return std::string("attn_fwd_") + type + "_d" + std::to_string(head_dim) + "_b" + std::to_string(p.block_m) + "x" +
+  return std::string("attn_fwd_") + type + "_d" + std::to_string(head_dim) + (p.strat == strategy::ws_wgmma_tma ? "_ws" : "") +
+         "_b" + std::to_string(p.block_m) + "x" +
          std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads) + "_s" + std::to_string(p.stages);
 }
 

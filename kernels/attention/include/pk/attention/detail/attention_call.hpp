@@ -30,8 +30,11 @@ struct fwd_params {
 
 struct fwd_call {
   const stream* s = nullptr;
-  int policy = 0;  //!< index into candidates(family, head_dim)
+  int policy = 0;  //!< index into candidates(family, ws_compiled(target), head_dim)
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  //! Extents of the rank-4 views [batch, tokens, heads, head_dim] (varlen: batch 1, packed tokens), for
+  //! the tensor maps of the warp-specialized strategy.
+  std::int64_t batch_q = 1, q_tokens = 0, k_tokens = 0, heads_q = 0, heads_kv = 0;
   fwd_params p;
 };
 

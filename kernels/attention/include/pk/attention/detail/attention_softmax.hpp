@@ -36,6 +36,23 @@ struct online_softmax {
   stats& row_max;  //!< running maximum, log2 units
   stats& row_sum;  //!< this lane's partial sum
 
+  //! Whether OLayout's row slots are this layout's: slot r is the same row (for every lane).
+  template <class OLayout>
+  static constexpr bool same_row_slots() {
+    if (c_rows<OLayout>::slots != slots) return false;
+    // The k-th leader in value order is slot k's (c_rows numbers slots by their leaders); leaders are
+    // lane-independent (c_rows::lane_independent).
+    int lead[slots > 0 ? slots : 1] = {}, olead[slots > 0 ? slots : 1] = {};
+    for (int v = 0, k = 0; v < vals; ++v)
+      if (rows::is_leader(v)) lead[k++] = v;
+    for (int w = 0, k = 0; w < OLayout::c_vals; ++w)
+      if (c_rows<OLayout>::is_leader(w)) olead[k++] = w;
+    for (int l = 0; l < Layout::lanes; ++l)
+      for (int k = 0; k < slots; ++k)
+        if (Layout::c_m(l, lead[k]) != OLayout::c_m(l, olead[k])) return false;
+    return true;
+  }
+
   PK_DEVICE PK_FORCEINLINE void init() {
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -47,8 +64,11 @@ struct online_softmax {
   }
 
   //! One key tile: turns the (masked, unscaled) scores S into P in place and rescales the output O.
-  template <class Frag, int NS, int NO>
-  PK_DEVICE PK_FORCEINLINE void step(Frag (&s)[MT][NS], Frag (&o)[MT][NO], float scale_log2) {
+  //! O's fragments may be of another C layout (OLayout: a warpgroup MMA of another N) with the same rows.
+  template <class OLayout = Layout, class Frag, class OFrag, int NS, int NO>
+  PK_DEVICE PK_FORCEINLINE void step(Frag (&s)[MT][NS], OFrag (&o)[MT][NO], float scale_log2) {
+    using orows = c_rows<OLayout>;
+    static_assert(same_row_slots<OLayout>(), "online_softmax: O's rows per lane must be S's");
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
       float base[slots], corr[slots], sum[slots];
@@ -84,7 +104,7 @@ struct online_softmax {
 #pragma unroll
       for (int j = 0; j < NO; ++j)
 #pragma unroll
-        for (int e = 0; e < vals; ++e) o[i][j].v[e] *= corr[rows::slot(e)];
+        for (int e = 0; e < OLayout::c_vals; ++e) o[i][j].v[e] *= corr[orows::slot(e)];
     }
   }
 

@@ -1,0 +1,261 @@
+// Attention forward, device code of the warp-specialized strategy (strategy::ws_wgmma_tma, sm_90a):
+// FlashAttention-3's structure written on pk/portable's warpgroup MMA, tensor copies and mbarriers.
+//
+// A block owns BM = 64 * Consumers queries of one (batch, head) and has 1 + Consumers warpgroups:
+//  - warpgroup 0, the producer, gives registers back (setmaxnreg) and one of its threads issues every
+//    tensor copy: Q once, then for each key tile K and V into a ring of Stages buffers. Each buffer has a
+//    "full" mbarrier (the copy's bytes, expect-tx) and an "empty" one (one arrival per consumer warpgroup).
+//  - consumer warpgroup c takes registers and owns query rows [64 c, 64 c + 64): per key tile (walked from
+//    the last to the first, as the tiled strategy: the tile that needs the most masking comes first)
+//      S = Q K^T          warpgroup MMA, both operands in shared memory (K-major), BN columns
+//      mask, online softmax (attention_softmax.hpp over the warpgroup accumulator layout), P in registers
+//      O += P V           warpgroup MMA, A = P from registers, B = V in shared memory (MN-major)
+//    releasing K and V to the producer as soon as their products completed.
+//  - epilogue: O / rowsum rounded to T, stored from registers; the LSE.
+//
+// Shared memory (dynamic, aligned to the 1024-byte swizzle pattern), tiles in pk::swizzled_tile layout
+// (128-byte swizzle, the tensor maps' and the MMA descriptors' one description):
+//   Q [BM][D] | K [Stages][BN][D] | V [Stages][BN][D] | barriers
+#pragma once
+#include <pk/attention/attention_policy.hpp>
+#include <pk/attention/detail/attention_agent.hpp>
+#include <pk/attention/detail/attention_call.hpp>
+#include <pk/attention/detail/attention_mask.hpp>
+#include <pk/attention/detail/attention_softmax.hpp>
+#include <pk/portable/mma.hpp>
+#include <pk/portable/pipeline.hpp>
+#include <pk/portable/block.hpp>
+#include <pk/portable/swizzle.hpp>
+#include <pk/portable/warpgroup.hpp>
+
+#include <cstdint>
+
+PK_DETAIL_TARGET_BEGIN
+namespace impl {
+
+//! The kernel's parameter block: the common parameters and the tensor maps of Q, K and V (rank 4:
+//! head_dim, token, head, batch; varlen: batch 1 and tokens packed).
+struct ws_params {
+  attention::fwd_params p;
+  tma_map q, k, v;
+};
+
+namespace attn_ws {
+
+//! Register budgets per role (setmaxnreg): the producer keeps what address arithmetic needs, the
+//! consumers share the rest of the SM's 64 K registers (FlashAttention-3's flash_fwd_kernel_sm90.h: 24/240
+//! with 2 consumer warpgroups, 32/160 with 3; 24*128 + 240*256 = 64512 and 32*128 + 160*384 = 65536).
+template <int Consumers>
+inline constexpr int producer_regs = Consumers == 2 ? 24 : 32;
+template <int Consumers>
+inline constexpr int consumer_regs = Consumers == 2 ? 240 : 160;
+
+//! The named barrier the consumer warpgroups meet at (id 0 is the block barrier).
+inline constexpr int consumers_barrier = 1;
+
+//! Shared-memory layout of one instance.
+template <class T, int D, int BM, int BN, int Stages>
+struct smem_layout {
+  using q_tile = swizzled_tile<T, BM, D>;
+  using kv_tile = swizzled_tile<T, BN, D>;
+  static constexpr int q_off = 0;
+  static constexpr int k_off = q_tile::bytes;
+  static constexpr int v_off = k_off + Stages * kv_tile::bytes;
+  static constexpr int bar_off = v_off + Stages * kv_tile::bytes;
+  // q_full, k_full[S], k_empty[S], v_full[S], v_empty[S]
+  static constexpr int barriers = 1 + 4 * Stages;
+  static constexpr int bytes = bar_off + barriers * static_cast<int>(sizeof(mbarrier));
+  static_assert(kv_tile::bytes % q_tile::alignment == 0 && q_tile::bytes % q_tile::alignment == 0,
+                "tiles keep the swizzle alignment");
+  static_assert(barriers * sizeof(mbarrier) <= attention::ws_barrier_bytes, "the planner's barrier allowance");
+  static_assert(bytes + attention::ws_align_slack ==
+                    attention::ws_smem_bytes(attention::ws(BM, BN), D, sizeof(T)) - attention::ws_barrier_bytes +
+                        barriers * static_cast<int>(sizeof(mbarrier)),
+                "the planner's shared-memory size is this layout's");
+};
+
+//! Masked scores of one tile pair to -inf (row0: the warpgroup's first row in the block).
+template <int N>
+PK_DEVICE PK_FORCEINLINE void apply_mask(wg_accum<N>& s, const attention::tile_mask& m, int row0, int t) {
+  using L = wg_layout<N>;
+#pragma unroll
+  for (int e = 0; e < L::c_vals; ++e)
+    if (!m.visible(row0 + L::c_m(t, e), L::c_n(t, e))) s.v[e] = impl::attn::neg_inf;
+}
+
+}  // namespace attn_ws
+
+template <class T, int D, int BM, int BN, int Stages>
+PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(const PK_GRID_CONSTANT ws_params wp) {
+  constexpr int Consumers = BM / 64;
+  static_assert(BM % 64 == 0 && (Consumers == 2 || Consumers == 3), "ws policy: 2 or 3 consumer warpgroups of 64 rows");
+  static_assert(BN % 16 == 0 && BN <= 256 && D % 64 == 0 && D <= 256, "ws policy: whole k16 steps, N <= 256");
+  if constexpr (!arch_has_wgmma || !arch_has_tma) {
+    return;  // instantiated for every pass of a fat binary; only the sm_90a pass has code
+  } else {
+    using L = attn_ws::smem_layout<T, D, BM, BN, Stages>;
+    using q_tile = typename L::q_tile;
+    using kv_tile = typename L::kv_tile;
+    const attention::fwd_params& p = wp.p;
+
+    // Where the block's rows live (the tiled strategy's block_rows: same grid, same varlen rules).
+    const auto br = attn::block_rows<T, BM>::locate(p);
+    if (br.m0 >= br.sq) return;  // the whole block (every thread): varlen sequences shorter than the longest
+
+    auto* base = dynamic_shared<unsigned char>();
+    const std::uint32_t base_addr = shared_address(base);
+    unsigned char* smem = base + ((q_tile::alignment - base_addr % q_tile::alignment) % q_tile::alignment);
+    const std::uint32_t smem_addr = shared_address(smem);
+    mbarrier* bars = reinterpret_cast<mbarrier*>(smem + L::bar_off);
+    mbarrier* q_full = bars;
+    mbarrier* k_full = bars + 1;
+    mbarrier* k_empty = bars + 1 + Stages;
+    mbarrier* v_full = bars + 1 + 2 * Stages;
+    mbarrier* v_empty = bars + 1 + 3 * Stages;
+
+    const int tid = thread_rank();
+    const int wg = tid / warpgroup_threads;
+    const int t = tid % warpgroup_threads;
+    if (tid == 0) {
+      mbarrier_init(q_full, 1);
+      for (int s = 0; s < Stages; ++s) {
+        mbarrier_init(&k_full[s], 1);
+        mbarrier_init(&v_full[s], 1);
+        // One arrival per consumer warp: each warp releases a buffer after its own wgmma.wait_group.
+        mbarrier_init(&k_empty[s], 4 * Consumers);
+        mbarrier_init(&v_empty[s], 4 * Consumers);
+      }
+      mbarrier_init_fence();
+    }
+    block::sync();
+
+    const attention::key_tiles range =
+        attention::key_tiles_of_block(br.m0, BM, BN, br.sq, br.sk, p.window_left, p.window_right);
+    const int n_first = static_cast<int>(range.first), n_last = static_cast<int>(range.last);
+    const int b = static_cast<int>(block_idx().z), h = static_cast<int>(block_idx().y);
+    const int hk = h / p.group;
+    // Token coordinates of the block's first query and key 0 in the tensor maps (varlen: packed).
+    const int q_tok0 = (p.cu_q != nullptr ? p.cu_q[b] : 0) + br.m0;
+    const int k_tok0 = p.cu_k != nullptr ? p.cu_k[b] : 0;
+    const int bz = p.cu_q != nullptr ? 0 : b;
+
+    if (wg == 0) {
+      // ---- producer ----
+      wg_set_registers<attn_ws::producer_regs<Consumers>, false>();
+      if (t == 0) {
+        mbarrier_arrive_expect_tx(q_full, q_tile::bytes);
+#pragma unroll
+        for (int pn = 0; pn < q_tile::panels; ++pn)
+          tma_load<4>(&wp.q, smem + L::q_off + pn * q_tile::panel_bytes, q_full, {pn * q_tile::span_elems, q_tok0, h, bz});
+        for (int nb = n_last, i = 0; nb >= n_first; --nb, ++i) {
+          const int s = i % Stages, phase = (i / Stages) & 1;
+          const int tok = k_tok0 + nb * BN;
+          mbarrier_wait(&k_empty[s], phase ^ 1);
+          mbarrier_arrive_expect_tx(&k_full[s], kv_tile::bytes);
+#pragma unroll
+          for (int pn = 0; pn < kv_tile::panels; ++pn)
+            tma_load<4>(&wp.k, smem + L::k_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &k_full[s],
+                        {pn * kv_tile::span_elems, tok, hk, bz});
+          mbarrier_wait(&v_empty[s], phase ^ 1);
+          mbarrier_arrive_expect_tx(&v_full[s], kv_tile::bytes);
+#pragma unroll
+          for (int pn = 0; pn < kv_tile::panels; ++pn)
+            tma_load<4>(&wp.v, smem + L::v_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &v_full[s],
+                        {pn * kv_tile::span_elems, tok, hk, bz});
+        }
+      }
+    } else {
+      // ---- consumer warpgroup c: rows [64 c, 64 c + 64) of the block ----
+      wg_set_registers<attn_ws::consumer_regs<Consumers>, true>();
+      const int c = wg - 1;
+      const int row0 = 64 * c;
+      using s_layout = wg_layout<BN>;
+      using o_layout = wg_layout<D>;
+      wg_accum<D> acc_o[1][1];
+      acc_o[0][0].fill(0.0f);
+      using softmax_t = attn::online_softmax<s_layout, 1>;
+      typename softmax_t::stats row_max, row_sum;
+      softmax_t softmax{row_max, row_sum};
+      softmax.init();
+
+      mbarrier_wait(q_full, 0);
+      const std::uint32_t q_addr = smem_addr + L::q_off;
+      for (int nb = n_last, i = 0; nb >= n_first; --nb, ++i) {
+        const int s = i % Stages, phase = (i / Stages) & 1;
+        const std::uint32_t k_addr = smem_addr + L::k_off + s * kv_tile::bytes;
+        const std::uint32_t v_addr = smem_addr + L::v_off + s * kv_tile::bytes;
+
+        wg_accum<BN> acc_s[1][1];
+        mbarrier_wait(&k_full[s], phase);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+          wg_mma_ss<T, BN>(acc_s[0][0], q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr, 0, kk), kk > 0);
+        wg_commit();
+        wg_wait<0>();
+        wg_fence_operand(acc_s[0][0]);
+        if (t % 32 == 0) mbarrier_arrive(&k_empty[s]);
+
+        const int n0 = nb * BN;
+        const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
+        if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc_s[0][0], mask, row0, t);
+        softmax.template step<o_layout>(acc_s, acc_o, p.scale_log2);
+
+        std::uint32_t pa[BN / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
+
+        mbarrier_wait(&v_full[s], phase);
+        if (p.cu_k != nullptr && mask.keys < BN) {
+          // Varlen: the rows past the sequence's last key are the next sequence's (or whatever follows the
+          // packed tokens). P is exactly 0 there, but 0 * inf or NaN is NaN: zero them before O += P V.
+          // The consumer warpgroups share the buffer: they split the rows, fence for the MMA's (async proxy)
+          // reads, and meet at a named barrier.
+          constexpr int chunks = D * static_cast<int>(sizeof(T)) / 16;
+          auto* vt = smem + L::v_off + s * kv_tile::bytes;
+          for (int i = tid - warpgroup_threads; i < (BN - mask.keys) * chunks; i += Consumers * warpgroup_threads) {
+            const int r = mask.keys + i / chunks, ch = i % chunks;
+            store_vec(reinterpret_cast<std::uint32_t*>(vt + kv_tile::offset(r, ch * (16 / static_cast<int>(sizeof(T))))),
+                      vec<std::uint32_t, 4>{});
+          }
+          fence_proxy_async_shared();
+          named_barrier::sync(attn_ws::consumers_barrier, Consumers * warpgroup_threads);
+        }
+        wg_fence_operand(acc_o[0][0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr, kk), true);
+        wg_commit();
+        wg_wait<0>();
+        wg_fence_operand(acc_o[0][0]);
+        if (t % 32 == 0) mbarrier_arrive(&v_empty[s]);
+      }
+
+      // ---- epilogue: O / l rounded to T, straight from registers; LSE of the rows this thread leads ----
+      using rows = c_rows<o_layout>;
+      float inv[rows::slots], lse[rows::slots];
+      softmax.finish(0, inv, lse);
+      T* const o = br.o;
+#pragma unroll
+      for (int e = 0; e < o_layout::c_vals; e += 2) {
+        const int r = row0 + o_layout::c_m(t, e);
+        if (br.m0 + r < br.sq) {
+          const float f = inv[rows::slot(e)];
+          const std::uint32_t two = pack2<T>(acc_o[0][0].v[e] * f, acc_o[0][0].v[e + 1] * f);
+          __builtin_memcpy(o + std::int64_t{r} * p.o_row + o_layout::c_n(t, e), &two, sizeof two);
+        }
+      }
+      if (p.lse != nullptr && t % o_layout::c_row_lanes == 0) {
+#pragma unroll
+        for (int e = 0; e < o_layout::c_vals; ++e) {
+          const int r = row0 + o_layout::c_m(t, e);
+          if (rows::is_leader(e) && br.m0 + r < br.sq) p.lse[br.lse_base + br.m0 + r] = lse[rows::slot(e)];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace impl
+PK_DETAIL_TARGET_END
