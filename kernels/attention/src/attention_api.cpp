@@ -82,9 +82,10 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // The warp-specialized strategy's model. Its MMAs run at the tensor cores' rate less what feeding them
 // costs: a dense bf16 GEMM with wgmma reaches 760-790 of the H200's 989 TFLOP/s (cuBLAS, ANCHORS.md), so
 // 0.78 of the peak is the most one tile's products can take. The softmax's exponentials run on the
-// special-function unit, 16 per clock per SM (PTX ISA / CUDA C++ Programming Guide throughput table,
-// sm_90: 16 results per clock for ex2), and in this version they do not overlap the products of the
-// same warpgroup (no intra-warpgroup pipelining yet), so a tile costs both.
+// special-function unit, 16 per clock per SM (CUDA C++ Programming Guide, arithmetic instruction
+// throughput table, compute capability 9.0: 16 results per clock per SM for exp2). The kernel overlaps them
+// with the products (ping-pong between the two consumer warpgroups, and S_{j+1} issued beside P_j V_j inside
+// each), so a tile costs the longer of the two.
 constexpr double wgmma_share = 0.78;
 constexpr double exp_per_clock_per_sm = 16;
 // Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
@@ -145,12 +146,13 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double t_us = double(waves) * double(tiles) / double(m_blocks) * (t_mma + t_exp) * 1e6;
+      const double t_us = double(waves) * double(tiles) / double(m_blocks) * std::max(t_mma, t_exp) * 1e6;
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
-          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2 (not yet overlapped); " << blocks << " blocks in "
+          << " us of warpgroup MMA, " << t_exp * 1e6 << " us of exp2 (overlapped: " << (t_mma >= t_exp ? "MMA" : "exp2")
+          << "-bound); " << blocks << " blocks in "
           << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
           << "% of the last busy)";
       return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};

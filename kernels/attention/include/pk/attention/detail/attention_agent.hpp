@@ -45,12 +45,15 @@ struct block_rows {
   std::int64_t lse_base; //!< lse[lse_base + m] for query m of the head (null p.lse: unused)
 
   PK_DEVICE PK_FORCEINLINE static block_rows locate(const attention::fwd_params& p) {
-    block_rows br;
-    const int b = static_cast<int>(block_idx().z);
-    const int h = static_cast<int>(block_idx().y);
     // Query blocks in reverse launch order: under causal masking the last blocks see the most keys, and
     // starting them first shortens the tail of the grid.
-    br.m0 = static_cast<int>(grid_dim().x - 1 - block_idx().x) * BM;
+    return locate(p, static_cast<int>(grid_dim().x - 1 - block_idx().x), static_cast<int>(block_idx().y),
+                  static_cast<int>(block_idx().z));
+  }
+  //! The rows of query block mb of head h of batch entry b.
+  PK_DEVICE PK_FORCEINLINE static block_rows locate(const attention::fwd_params& p, int mb, int h, int b) {
+    block_rows br;
+    br.m0 = mb * BM;
     br.sq = p.seqlen_q;
     br.sk = p.seqlen_k;
     std::int64_t q_base, k_base, v_base, o_base;

@@ -67,11 +67,19 @@ struct online_softmax {
   //! O's fragments may be of another C layout (OLayout: a warpgroup MMA of another N) with the same rows.
   template <class OLayout = Layout, class Frag, class OFrag, int NS, int NO>
   PK_DEVICE PK_FORCEINLINE void step(Frag (&s)[MT][NS], OFrag (&o)[MT][NO], float scale_log2) {
-    using orows = c_rows<OLayout>;
-    static_assert(same_row_slots<OLayout>(), "online_softmax: O's rows per lane must be S's");
+    float corr[MT][slots];
+    scores(s, scale_log2, corr);
+    rescale<OLayout>(o, corr);
+  }
+
+  //! The first half of step: S into P, the running maximum and sums updated; `corr` receives the factor
+  //! O must be multiplied by before the next P V is added (rescale). Split so that a product still
+  //! accumulating into O can overlap this part.
+  template <class Frag, int NS>
+  PK_DEVICE PK_FORCEINLINE void scores(Frag (&s)[MT][NS], float scale_log2, float (&corr)[MT][slots]) {
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
-      float base[slots], corr[slots], sum[slots];
+      float base[slots], sum[slots];
 #pragma unroll
       for (int e = 0; e < vals; ++e) {
         if (!rows::is_leader(e)) continue;
@@ -86,7 +94,7 @@ struct online_softmax {
         const int r = rows::slot(e);
         const float m_new = fmaxf(row_max[i][r], m * scale_log2);
         base[r] = m_new == neg_inf ? 0.0f : m_new;  // a row fully masked so far stays 0, not NaN
-        corr[r] = exp2_fast(row_max[i][r] - base[r]);
+        corr[i][r] = exp2_fast(row_max[i][r] - base[r]);
         row_max[i][r] = m_new;
         sum[r] = 0.0f;
       }
@@ -100,12 +108,21 @@ struct online_softmax {
           sum[r] += pv;
         }
 #pragma unroll
-      for (int r = 0; r < slots; ++r) row_sum[i][r] = row_sum[i][r] * corr[r] + sum[r];
+      for (int r = 0; r < slots; ++r) row_sum[i][r] = row_sum[i][r] * corr[i][r] + sum[r];
+    }
+  }
+
+  //! The second half of step: O *= corr, row by row.
+  template <class OLayout = Layout, class OFrag, int NO>
+  PK_DEVICE PK_FORCEINLINE void rescale(OFrag (&o)[MT][NO], const float (&corr)[MT][slots]) const {
+    using orows = c_rows<OLayout>;
+    static_assert(same_row_slots<OLayout>(), "online_softmax: O's rows per lane must be S's");
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int j = 0; j < NO; ++j)
 #pragma unroll
-        for (int e = 0; e < OLayout::c_vals; ++e) o[i][j].v[e] *= corr[orows::slot(e)];
-    }
+        for (int e = 0; e < OLayout::c_vals; ++e) o[i][j].v[e] *= corr[i][orows::slot(e)];
   }
 
   //! The end of the rows of block i: per slot, the factor that normalises O (0 for a fully masked row)

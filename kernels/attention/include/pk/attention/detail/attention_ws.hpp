@@ -10,7 +10,11 @@
 //      S = Q K^T          warpgroup MMA, both operands in shared memory (K-major), BN columns
 //      mask, online softmax (attention_softmax.hpp over the warpgroup accumulator layout), P in registers
 //      O += P V           warpgroup MMA, A = P from registers, B = V in shared memory (MN-major)
-//    releasing K and V to the producer as soon as their products completed.
+//    releasing K and V to the producer as soon as their products completed. Two overlaps (FlashAttention-3):
+//    inside a warpgroup, S_i = Q K_i^T is issued together with O += P_{i-1} V_{i-1}, and the softmax of S_i
+//    runs while the latter is still accumulating (O is rescaled after it completes); between two consumer
+//    warpgroups, named barriers make them take turns issuing products (ping-pong), so that one's softmax
+//    runs under the other's products.
 //  - epilogue: O / rowsum rounded to T, stored from registers; the LSE.
 //
 // Shared memory (dynamic, aligned to the 1024-byte swizzle pattern), tiles in pk::swizzled_tile layout
@@ -50,8 +54,10 @@ inline constexpr int producer_regs = Consumers == 2 ? 24 : 32;
 template <int Consumers>
 inline constexpr int consumer_regs = Consumers == 2 ? 240 : 160;
 
-//! The named barrier the consumer warpgroups meet at (id 0 is the block barrier).
+//! Named barriers (id 0 is the block barrier): where the consumer warpgroups meet, and the turn of
+//! consumer warpgroup c in the ping-pong.
 inline constexpr int consumers_barrier = 1;
+PK_DEVICE PK_FORCEINLINE constexpr int turn_bar(int c) { return 2 + c; }
 
 //! Shared-memory layout of one instance.
 template <class T, int D, int BM, int BN, int Stages>
@@ -98,8 +104,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     using kv_tile = typename L::kv_tile;
     const attention::fwd_params& p = wp.p;
 
-    // Where the block's rows live (the tiled strategy's block_rows: same grid, same varlen rules).
-    const auto br = attn::block_rows<T, BM>::locate(p);
+    // Which (query block, head, batch entry) this block computes: longest first over the whole grid (every
+    // head's last query block, then every head's second-to-last, ...), so that under causal masking the
+    // short blocks make the tail of the grid, not a head's long ones. The grid is (query blocks, heads,
+    // batch) as the tiled strategy's; the block's rows follow its rules (attn::block_rows).
+    const std::int64_t lin = block_idx().x + std::int64_t{grid_dim().x} * (block_idx().y + std::int64_t{grid_dim().y} * block_idx().z);
+    const std::int64_t per_mb = std::int64_t{grid_dim().y} * grid_dim().z;
+    const int mb = static_cast<int>(grid_dim().x - 1 - lin / per_mb);
+    const int h = static_cast<int>(lin % per_mb % grid_dim().y);
+    const int b = static_cast<int>(lin % per_mb / grid_dim().y);
+    const auto br = attn::block_rows<T, BM>::locate(p, mb, h, b);
     if (br.m0 >= br.sq) return;  // the whole block (every thread): varlen sequences shorter than the longest
 
     auto* base = dynamic_shared<unsigned char>();
@@ -132,7 +146,6 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     const attention::key_tiles range =
         attention::key_tiles_of_block(br.m0, BM, BN, br.sq, br.sk, p.window_left, p.window_right);
     const int n_first = static_cast<int>(range.first), n_last = static_cast<int>(range.last);
-    const int b = static_cast<int>(block_idx().z), h = static_cast<int>(block_idx().y);
     const int hk = h / p.group;
     // Token coordinates of the block's first query and key 0 in the tensor maps (varlen: packed).
     const int q_tok0 = (p.cu_q != nullptr ? p.cu_q[b] : 0) + br.m0;
@@ -171,6 +184,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       const int row0 = 64 * c;
       using s_layout = wg_layout<BN>;
       using o_layout = wg_layout<D>;
+      using rows_t = c_rows<s_layout>;
       wg_accum<D> acc_o[1][1];
       acc_o[0][0].fill(0.0f);
       using softmax_t = attn::online_softmax<s_layout, 1>;
@@ -180,56 +194,113 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
 
       mbarrier_wait(q_full, 0);
       const std::uint32_t q_addr = smem_addr + L::q_off;
-      for (int nb = n_last, i = 0; nb >= n_first; --nb, ++i) {
-        const int s = i % Stages, phase = (i / Stages) & 1;
-        const std::uint32_t k_addr = smem_addr + L::k_off + s * kv_tile::bytes;
-        const std::uint32_t v_addr = smem_addr + L::v_off + s * kv_tile::bytes;
+      const int n_tiles = n_last - n_first + 1;
+      const auto stage_of = [](int i) { return i % Stages; };
+      const auto phase_of = [](int i) { return (i / Stages) & 1; };
+      const auto k_addr = [&](int i) { return smem_addr + L::k_off + stage_of(i) * kv_tile::bytes; };
+      const auto v_addr = [&](int i) { return smem_addr + L::v_off + stage_of(i) * kv_tile::bytes; };
+      // Ping-pong (2 consumer warpgroups): the warpgroups take turns issuing their products, so that one
+      // runs its softmax while the other's products keep the tensor cores busy. Warpgroup c waits at
+      // barrier turn_bar(c) for its turn and, once its products are issued, arrives at the other's. The
+      // turns are counted so that every wait has exactly one arrival: warpgroup 1 opens the first turn of
+      // warpgroup 0 and leaves out its arrival after its own last turn.
+      constexpr bool pingpong = Consumers == 2;
+      const int turns = n_tiles > 0 ? n_tiles + 1 : 0;  // S_0, then (S_i, P_{i-1} V_{i-1}), then P_last V_last
+      int turn = 0;
+      const auto turn_begin = [&] {
+        if constexpr (pingpong) named_barrier::sync(attn_ws::turn_bar(c), 2 * warpgroup_threads);
+      };
+      const auto turn_end = [&] {
+        if constexpr (pingpong)
+          if (c == 0 || turn + 1 < turns) named_barrier::arrive(attn_ws::turn_bar(1 - c), 2 * warpgroup_threads);
+        ++turn;
+      };
+      if (pingpong && c == 1 && turns > 0) named_barrier::arrive(attn_ws::turn_bar(0), 2 * warpgroup_threads);
 
-        wg_accum<BN> acc_s[1][1];
-        mbarrier_wait(&k_full[s], phase);
+      const auto issue_qk = [&](wg_accum<BN>& acc, int i) {
+        mbarrier_wait(&k_full[stage_of(i)], phase_of(i));
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)
-          wg_mma_ss<T, BN>(acc_s[0][0], q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr, 0, kk), kk > 0);
+          wg_mma_ss<T, BN>(acc, q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr(i), 0, kk), kk > 0);
         wg_commit();
+      };
+      std::uint32_t pa[BN / 16][4];  // P of the previous tile: the A operand of its P V
+      const auto issue_pv = [&](int i) {
+        mbarrier_wait(&v_full[stage_of(i)], phase_of(i));
+        wg_fence_operand(acc_o[0][0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr(i), kk), true);
+        wg_commit();
+      };
+      const auto release = [&](mbarrier* empty, int i) {
+        if (t % 32 == 0) mbarrier_arrive(&empty[stage_of(i)]);  // one arrival per warp, after its wait_group
+      };
+      // Scores of tile i (key tile nb = n_last - i) into P in place, masked where the tile crosses a
+      // boundary; corr: what O must be scaled by before P V of this tile is added.
+      float corr[1][rows_t::slots];
+      const auto softmax_tile = [&](wg_accum<BN> (&acc)[1][1], int i) {
+        const int n0 = (n_last - i) * BN;
+        const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
+        if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc[0][0], mask, row0, t);
+        softmax.scores(acc, p.scale_log2, corr);
+      };
+
+      if (n_tiles > 0) {
+        wg_accum<BN> acc_s[1][1];
+        turn_begin();
+        issue_qk(acc_s[0][0], 0);
+        turn_end();
         wg_wait<0>();
         wg_fence_operand(acc_s[0][0]);
-        if (t % 32 == 0) mbarrier_arrive(&k_empty[s]);
-
-        const int n0 = nb * BN;
-        const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
-        if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc_s[0][0], mask, row0, t);
-        softmax.template step<o_layout>(acc_s, acc_o, p.scale_log2);
-
-        std::uint32_t pa[BN / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
-
-        mbarrier_wait(&v_full[s], phase);
-        if (p.cu_k != nullptr && mask.keys < BN) {
-          // Varlen: the rows past the sequence's last key are the next sequence's (or whatever follows the
-          // packed tokens). P is exactly 0 there, but 0 * inf or NaN is NaN: zero them before O += P V.
-          // The consumer warpgroups share the buffer: they split the rows, fence for the MMA's (async proxy)
-          // reads, and meet at a named barrier.
+        release(k_empty, 0);
+        if (p.cu_k != nullptr && br.sk - n_last * BN < BN) {
+          // Varlen: the rows of the first (boundary) V tile past the sequence's last key are the next
+          // sequence's (or whatever follows the packed tokens). P is exactly 0 there, but 0 * inf or NaN is
+          // NaN: zero them before any P V reads the tile. The consumer warpgroups share the buffer: they split
+          // the rows, fence for the MMA's (async proxy) reads, and meet at a named barrier.
+          const int keys = br.sk - n_last * BN;
           constexpr int chunks = D * static_cast<int>(sizeof(T)) / 16;
-          auto* vt = smem + L::v_off + s * kv_tile::bytes;
-          for (int i = tid - warpgroup_threads; i < (BN - mask.keys) * chunks; i += Consumers * warpgroup_threads) {
-            const int r = mask.keys + i / chunks, ch = i % chunks;
+          unsigned char* vt = smem + L::v_off;  // tile 0 is in stage 0
+          mbarrier_wait(&v_full[0], 0);
+          for (int k = tid - warpgroup_threads; k < (BN - keys) * chunks; k += Consumers * warpgroup_threads) {
+            const int r = keys + k / chunks, ch = k % chunks;
             store_vec(reinterpret_cast<std::uint32_t*>(vt + kv_tile::offset(r, ch * (16 / static_cast<int>(sizeof(T))))),
                       vec<std::uint32_t, 4>{});
           }
           fence_proxy_async_shared();
           named_barrier::sync(attn_ws::consumers_barrier, Consumers * warpgroup_threads);
         }
-        wg_fence_operand(acc_o[0][0]);
-        wg_fence();
+        softmax_tile(acc_s, 0);
+        softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk)
-          wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr, kk), true);
-        wg_commit();
+        for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
+
+        for (int i = 1; i < n_tiles; ++i) {
+          // S_i = Q K_i^T and O += P_{i-1} V_{i-1} in flight together; the softmax of S_i overlaps the latter.
+          turn_begin();
+          issue_qk(acc_s[0][0], i);
+          issue_pv(i - 1);
+          turn_end();
+          wg_wait<1>();  // S_i (the older group) done
+          wg_fence_operand(acc_s[0][0]);
+          release(k_empty, i);
+          softmax_tile(acc_s, i);
+          wg_wait<0>();  // P_{i-1} V_{i-1} done: O and the P registers are free
+          wg_fence_operand(acc_o[0][0]);
+          release(v_empty, i - 1);
+          softmax.template rescale<o_layout>(acc_o, corr);
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
+        }
+        turn_begin();
+        issue_pv(n_tiles - 1);
+        turn_end();
         wg_wait<0>();
         wg_fence_operand(acc_o[0][0]);
-        if (t % 32 == 0) mbarrier_arrive(&v_empty[s]);
+        release(v_empty, n_tiles - 1);
       }
 
       // ---- epilogue: O / l rounded to T, straight from registers; LSE of the rows this thread leads ----
