@@ -67,9 +67,10 @@ std::int64_t tiles_of_block(const attention_problem& pr, int bm, int bn, std::in
 // Mean shared-memory clock assumed for the bandwidth term: archdb has no clock field, and the boost
 // clocks of the supported devices span 1.4-2.1 GHz; the term only ranks policies against each other.
 constexpr double assumed_clock_ghz = 1.7;
-// The mma.sync path on an arch with wgmma reaches about half the dense peak (ANCHORS.md: an Ampere-style
-// kernel plateaus near 350-370 of 989 TFLOP/s on Hopper; cuBLAS with wgmma reaches 760).
-constexpr double mma_sync_share_on_wgmma_arch = 0.5;
+// The mma.sync path on an arch with wgmma reaches about a third of the dense peak: pk's tiled_mma measured
+// 295-325 TFLOP/s of the H200's 989 at head_dim 64-128, seqlen 4k-16k (bench/results/attention-h200-2026-11-30-kit.md),
+// and ANCHORS.md puts an Ampere-style kernel at 350-370 on Hopper; cuBLAS with wgmma reaches 760.
+constexpr double mma_sync_share_on_wgmma_arch = 0.35;
 // Warps per SM sub-partition (SIMD) that keep the matrix pipe busy: FA2's argument, one warp's softmax
 // runs while another's MMAs issue.
 constexpr int warps_per_subpartition = 2;
@@ -83,11 +84,15 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // costs: a dense bf16 GEMM with wgmma reaches 760-790 of the H200's 989 TFLOP/s (cuBLAS, ANCHORS.md), so
 // 0.78 of the peak is the most one tile's products can take. The softmax's exponentials run on the
 // special-function unit, 16 per clock per SM (CUDA C++ Programming Guide, arithmetic instruction
-// throughput table, compute capability 9.0: 16 results per clock per SM for exp2). The kernel overlaps them
-// with the products (ping-pong between the two consumer warpgroups, and S_{j+1} issued beside P_j V_j inside
-// each), so a tile costs the longer of the two.
+// throughput table, compute capability 9.0: 16 results per clock per SM for exp2). The kernel issues them
+// to overlap the products (ping-pong of the two consumer warpgroups; S_{j+1} beside P_j V_j), but measured
+// on the H200 (bench/results/attention-h200-2026-11-30-ws.md, seqlen 16k non-causal) a tile takes about the
+// sum: 1.92 us at d128 (model 1.44 + 0.60), 1.86 at d64 192x128 (1.08 + 0.90), 2.40 at d256 128x80 (1.80 +
+// 0.38). So the model adds them, plus a per-tile cost for the barrier hand-offs and issue latency that
+// makes larger tiles win where the sums tie (fitted to the same rows: 0.1 us).
 constexpr double wgmma_share = 0.78;
 constexpr double exp_per_clock_per_sm = 16;
+constexpr double ws_tile_overhead_us = 0.1;
 // Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
 // __launch_bounds__(threads, 1) sets): the SM's 64 K registers over the block, in units of 8.
 int ws_launch_regs(const archdb::device_desc& d, int threads) {
@@ -146,13 +151,13 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double t_us = double(waves) * double(tiles) / double(m_blocks) * std::max(t_mma, t_exp) * 1e6;
+      const double t_us = double(waves) * double(tiles) / double(m_blocks) * ((t_mma + t_exp) * 1e6 + ws_tile_overhead_us);
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
-          << " us of warpgroup MMA, " << t_exp * 1e6 << " us of exp2 (overlapped: " << (t_mma >= t_exp ? "MMA" : "exp2")
-          << "-bound); " << blocks << " blocks in "
+          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2 (measured: not hidden) + " << ws_tile_overhead_us
+          << " us hand-offs; " << blocks << " blocks in "
           << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
           << "% of the last busy)";
       return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};
@@ -471,6 +476,13 @@ status attention_forward(const stream& s, const attention_args& args) {
   p.window_left = pr.window_left;
   p.window_right = pr.window_right;
   p.scale_log2 = scale_log2;
+  // Block order of ws_wgmma_tma: (head, batch) entries in groups whose K and V (of the longest sequence)
+  // take at most half of L2 together, leaving the rest to Q, O and other work.
+  {
+    const std::int64_t kv_bytes = std::max<std::int64_t>(1, 2 * pr.seqlen_k * pr.head_dim * std::int64_t{size_of(type)});
+    const std::int64_t l2 = s.device().l2_bytes > 0 ? s.device().l2_bytes : kv_bytes;
+    p.l2_group = static_cast<int>(std::clamp<std::int64_t>(l2 / 2 / kv_bytes, 1, std::int64_t{pr.heads_q} * pr.batch));
+  }
   // One LSE layout: [batch, heads_q, seqlen_q] of q's rank-4 view. Varlen q is packed with batch 1, so
   // it is [heads_q, total_q] (total_q: q's token count), indexed by the token's packed position.
   p.lse_head = a.q.shape[1];

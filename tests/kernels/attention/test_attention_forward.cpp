@@ -157,6 +157,7 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
     pr.seqlen_q = 150;
     pr.seqlen_k = 201;
     pr.causal = true;
+    pr.ws_compiled = attention::ws_compiled(s.code_target());  // the candidates this stream's code has
     const auto pl = attention::plan(s.device(), pr);
     int ran = 0;
     for (const auto& cand : pl.choice.all) {

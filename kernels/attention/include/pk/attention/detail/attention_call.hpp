@@ -26,6 +26,7 @@ struct fwd_params {
   int group = 1;                             //!< heads_q / heads_kv
   int window_left = -1, window_right = -1;   //!< -1: unbounded
   float scale_log2 = 0;                      //!< softmax scale * log2(e)
+  int l2_group = 1;                          //!< (head, batch) entries whose K/V share L2 (block order, ws_wgmma_tma)
 };
 
 struct fwd_call {

@@ -24,6 +24,12 @@ template <class T, class Tile>
 status attn_tma_map(const void* data, std::int64_t tokens, std::int64_t heads, std::int64_t batch, std::int64_t s_row,
                     std::int64_t s_head, std::int64_t s_batch, int head_dim, tma_map& out) {
   constexpr std::uint64_t eb = sizeof(T);
+  if (tokens <= 0 || heads <= 0 || batch <= 0) {
+    // An empty tensor (varlen: no key of any sequence) is never loaded: no item has a key tile. The copy
+    // engine rejects zero extents, so it gets no map.
+    out = tma_map{};
+    return {};
+  }
   tma_desc d;
   d.base = data;
   d.rank = 4;
