@@ -3,6 +3,8 @@
 // a fiber), the large ones only on GPUs.
 #include "attention_case.hpp"
 
+#include <pk/attention/attention_policy.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
