@@ -156,6 +156,9 @@ def main():
                     for c in fitting.split(","):
                         t = time_ms(lambda: run_pk(c.encode()), args.reps)
                         cands[c] = flops / (t * 1e-3) / 1e12
+                    # Every candidate's rate, for calibrating the planner's models against measurement.
+                    print(f"# candidates d={d} s={s} causal={int(causal)} plan={name}: " +
+                          ", ".join(f"{k.replace('attn_fwd_bf16_', '')}={v:.0f}" for k, v in cands.items()), file=sys.stderr)
                 best = max(cands.items(), key=lambda x: x[1]) if cands else ("-", float("nan"))
                 print(f"| {d} | {s} | {'yes' if causal else 'no'} | {tf['pk']:.0f} | {tf['flash']:.0f} | {tf['cudnn']:.0f} | {tf['triton']:.0f} | "
                       f"{tf['pk'] / tf['flash']:.2f} | {tf['pk'] / tf['cudnn']:.2f} | {tf['pk'] / tf['triton']:.2f} | "
