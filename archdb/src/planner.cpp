@@ -169,8 +169,7 @@ tuning_key tuning_key_of(const device_desc& d, const std::string& family, const 
 bool adopt_cached_winner(const device_desc& d, const tuning_entry& e, plan& p) {
   for (std::size_t i = 0; i < p.all.size(); ++i) {
     if (p.all[i].name != e.winner) continue;
-    const fit_result f = check_fit(d, candidate{p.all[i].name, p.all[i].res, false, 0});
-    if (!f.fits) return false;
+    if (!p.all[i].fits) return false;  // as choose() judged it: resources, declared spills, availability
     const bool same = p.index == static_cast<int>(i);
     p.index = static_cast<int>(i);
     p.name = e.winner;

@@ -46,6 +46,10 @@ class family {
   [[nodiscard]] virtual std::string problem_text() const = 0;
   [[nodiscard]] virtual nlohmann::json problem_json() const = 0;
 
+  //! The code target the next plan/tuning key/launch is for (a stream's): families whose candidate lists
+  //! depend on it (attention: the sm_90a instances) plan for exactly that list. Before any call: a build
+  //! that covers every device (what `pk plan` shows).
+  virtual void use_code(pk::target) {}
   //! The plan the library uses on `d` (the tuning cache consulted as the library does).
   [[nodiscard]] virtual archdb::plan plan(const archdb::device_desc& d) const = 0;
   //! The tuning-cache key of the problem on `d`.

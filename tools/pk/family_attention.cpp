@@ -81,6 +81,7 @@ class attention_family final : public family {
             {"window_right", pb_.window_right}};
   }
 
+  void use_code(pk::target t) override { pb_.ws_compiled = attention::ws_compiled(t); }
   [[nodiscard]] archdb::plan plan(const archdb::device_desc& d) const override { return plan_attention(d, pb_); }
   [[nodiscard]] archdb::tuning_key tuning_key(const archdb::device_desc& d) const override {
     return archdb::tuning_key_of(d, "attention", plan(d), "d" + std::to_string(pb_.head_dim));
@@ -100,7 +101,7 @@ class attention_family final : public family {
         attention::attention_problem pr;
         pr.type = t.type;
         pr.head_dim = hd;
-        pr.ws_compiled = archdb::traits(a).has_wgmma;  // a build for this arch alone (the compile matrix's)
+        pr.ws_compiled = archdb::traits(a).has_wgmma && archdb::traits(a).has_tma;  // a build for this arch alone (the compile matrix's)
         const archdb::plan p = plan_attention(*dev, pr);
         const auto pols = attention::candidates(fam, pr.ws_compiled, hd);
         for (std::size_t i = 0; i < p.all.size() && i < pols.size(); ++i) {

@@ -267,6 +267,7 @@ int cmd_run(family& f, const verb_options& o) {
   stream s;
   if (auto st = select_stream(o.device, s); !st) return fail(st);
   const bool emulated = s.backend() == backend_kind::host;
+  f.use_code(s.code_target());
   const archdb::plan p = f.plan(s.device());
   if (p.index < 0) return fail(unsupported("no candidate fits " + s.device().name + ": " + p.why));
   if (!o.json) std::cerr << "pk: preparing " << f.problem_text() << " on " << s.describe() << "\n";
@@ -314,6 +315,7 @@ int cmd_tune(family& f, const verb_options& o) {
   if (auto st = select_stream(o.device, s); !st) return fail(st);
   const bool emulated = s.backend() == backend_kind::host;
   const archdb::device_desc& d = s.device();
+  f.use_code(s.code_target());
   const archdb::plan model = f.plan(d);
   // Rank the fitting candidates by the model's prediction; measure the top ones.
   std::vector<int> order;

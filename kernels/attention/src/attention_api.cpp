@@ -208,7 +208,8 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       else if (ws_candidates(pr.head_dim).empty())
         strat_why = " (ws_wgmma_tma has no instance at head_dim " + std::to_string(pr.head_dim) + ": 64, 128, 256)";
       else if (!pr.ws_compiled)
-        strat_why = " (this build has no sm_90a code: ws_wgmma_tma is not compiled)";
+        strat_why = " (ws_wgmma_tma is not available here: no sm_90a code in this build, or views the tensor copy "
+                    "engine cannot describe)";
     }
     out.grid_x = static_cast<unsigned>(ceil_div(pr.seqlen_q, p.block_m));
     out.grid_y = static_cast<unsigned>(pr.heads_q);
@@ -340,6 +341,19 @@ status check_cu_seqlens(const char* name, const std::int32_t* cu, int batch, std
   return {};
 }
 
+// Whether the tensor copy engine can describe view t (rank 4): every dimension of extent > 1 but the
+// contiguous one has a byte stride that is a non-zero multiple of 16 below 2^40 [CUDA driver API,
+// cuTensorMapEncodeTiled: globalStrides].
+bool tma_views(const tensor_view& t) {
+  constexpr std::int64_t max_stride_bytes = std::int64_t{1} << 40;
+  for (int i = 0; i < 3; ++i) {
+    if (t.shape[i] <= 1) continue;
+    const std::int64_t bytes = t.stride[i] * size_of(t.type);
+    if (t.stride[i] <= 0 || bytes % 16 != 0 || t.stride[i] >= max_stride_bytes / size_of(t.type)) return false;
+  }
+  return true;
+}
+
 // A window bound that reaches past every key of every row masks nothing: -1 (see attention.hpp). With
 // seqlen_q/seqlen_k the longest possible sequence (fixed length: the lengths; varlen: the packed token
 // counts, which bound every sequence), no row's keys change. The kernel and the planner form window sums
@@ -412,7 +426,10 @@ status attention_forward(const stream& s, const attention_args& args) {
   const windows win = effective_windows(a.causal, a.window_left, a.window_right, a.q.shape[1], a.k.shape[1]);
   pr.window_left = win.left;
   pr.window_right = win.right;
-  pr.ws_compiled = attention::ws_compiled(s.code_target());
+  // ws_wgmma_tma loads Q, K and V with the tensor copy engine, whose maps take strides that are non-zero
+  // multiples of 16 bytes below 2^40 (cuTensorMapEncodeTiled): other views (a broadcast dimension of
+  // stride 0, say) run the tiled strategy.
+  pr.ws_compiled = attention::ws_compiled(s.code_target()) && tma_views(a.q) && tma_views(a.k) && tma_views(a.v);
   attention::fwd_params p;
   if (varlen) {
     for (const auto& [name, t] : {std::pair{"q", &a.q}, std::pair{"k", &a.k}, std::pair{"v", &a.v}, std::pair{"out", &a.out}})
@@ -477,11 +494,12 @@ status attention_forward(const stream& s, const attention_args& args) {
   p.window_right = pr.window_right;
   p.scale_log2 = scale_log2;
   // Block order of ws_wgmma_tma: (head, batch) entries in groups whose K and V (of the longest sequence)
-  // take at most half of L2 together, leaving the rest to Q, O and other work.
+  // take at most half of L2 together, leaving the rest to Q, O and other work. `group` consecutive query
+  // heads share one KV head.
   {
     const std::int64_t kv_bytes = std::max<std::int64_t>(1, 2 * pr.seqlen_k * pr.head_dim * std::int64_t{size_of(type)});
     const std::int64_t l2 = s.device().l2_bytes > 0 ? s.device().l2_bytes : kv_bytes;
-    p.l2_group = static_cast<int>(std::clamp<std::int64_t>(l2 / 2 / kv_bytes, 1, std::int64_t{pr.heads_q} * pr.batch));
+    p.l2_group = static_cast<int>(std::clamp<std::int64_t>(l2 / 2 / kv_bytes * p.group, 1, std::int64_t{pr.heads_q} * pr.batch));
   }
   // One LSE layout: [batch, heads_q, seqlen_q] of q's rank-4 view. Varlen q is packed with batch 1, so
   // it is [heads_q, total_q] (total_q: q's token count), indexed by the token's packed position.

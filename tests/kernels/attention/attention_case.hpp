@@ -36,6 +36,7 @@ struct attn_case {
   bool kv_interleaved = false;    // k and v in one buffer [b, s, 2, heads_kv, d]
   std::string policy;             // a forced candidate policy ("" = the planner's choice)
   bool rank3 = false;             // pass the tensors as rank 3 [tokens, heads, head_dim] (batch 1 or varlen)
+  int kv_tail = 0;                // varlen: packed K/V tokens after the last sequence, NaN: no query may read them
   //! Every field: a failure message with the label and the data seed reproduces the problem.
   std::string label() const {
     std::string s = std::string(to_string(type)) + " b" + std::to_string(batch) + " hq" + std::to_string(heads_q) +
@@ -43,7 +44,8 @@ struct attn_case {
                     (causal ? " causal" : "") + " win(" + std::to_string(window_left) + "," +
                     std::to_string(window_right) + ")" + (scale > 0 ? " scale " + std::to_string(scale) : "") +
                     (head_pad || row_pad ? " pad(head " + std::to_string(head_pad) + ", row " + std::to_string(row_pad) + ")" : "") +
-                    (kv_interleaved ? " kv-interleaved" : "") + (rank3 ? " rank3" : "") + " " +
+                    (kv_interleaved ? " kv-interleaved" : "") + (rank3 ? " rank3" : "") +
+                    (kv_tail ? " kv-tail " + std::to_string(kv_tail) : "") + " " +
                     (policy.empty() ? "" : policy + " ") + "sq/sk";
     for (std::size_t i = 0; i < sq.size(); ++i) s += " " + std::to_string(sq[i]) + "/" + std::to_string(sk[i]);
     return s;
@@ -64,14 +66,14 @@ struct placed {
 // Places per-sequence logical data [s, heads, d] into a padded buffer; `slot`/`slots` interleave
 // several tensors in one buffer (k and v sharing rows).
 inline placed place(const attn_case& c, const std::vector<std::vector<float>>& seqs, const std::vector<int>& lens, int heads,
-             int slots = 1) {
+             int slots = 1, int tail = 0) {
   placed p;
   const std::int64_t hs = c.d + c.head_pad;
   const std::int64_t rs = hs * heads * slots + c.row_pad;
   std::int64_t total = 0, maxlen = 0;
   for (int l : lens) total += l, maxlen = std::max<std::int64_t>(maxlen, l);
   const std::int64_t bs = c.varlen ? 0 : maxlen * rs;
-  const std::int64_t rows = c.varlen ? total : maxlen * c.batch;
+  const std::int64_t rows = c.varlen ? total + tail : maxlen * c.batch;
   p.stride[0] = bs;
   p.stride[1] = rs;
   p.stride[2] = hs;
@@ -123,12 +125,13 @@ inline void run_case(const stream& s, const attn_case& c, std::uint64_t sd,
   fill(c, pq, q, c.sq, c.heads_q, 0);
   placed pk_, pv_;
   const int slots = c.kv_interleaved ? 2 : 1;
-  pk_ = place(c, k, c.sk, c.heads_kv, slots);
+  ASSERT_TRUE(c.kv_tail == 0 || c.varlen) << "kv_tail: packed (varlen) K/V only";
+  pk_ = place(c, k, c.sk, c.heads_kv, slots, c.kv_tail);
   if (c.kv_interleaved) {
     fill(c, pk_, k, c.sk, c.heads_kv, 0);
     fill(c, pk_, v, c.sk, c.heads_kv, pk_.stride[2] * c.heads_kv);
   } else {
-    pv_ = place(c, v, c.sk, c.heads_kv);
+    pv_ = place(c, v, c.sk, c.heads_kv, 1, c.kv_tail);
     fill(c, pk_, k, c.sk, c.heads_kv, 0);
     fill(c, pv_, v, c.sk, c.heads_kv, 0);
   }
@@ -177,9 +180,10 @@ inline void run_case(const stream& s, const attn_case& c, std::uint64_t sd,
   };
   const std::int64_t vb = c.varlen ? 1 : B;
   a.q = view(dq.data(), pq, vb, c.varlen ? total_q : max_q, c.heads_q);
-  a.k = view(dk.data(), pk_, vb, c.varlen ? total_k : max_k, c.heads_kv);
-  a.v = c.kv_interleaved ? view(dk.data() + pk_.stride[2] * c.heads_kv, pk_, vb, c.varlen ? total_k : max_k, c.heads_kv)
-                         : view(dv.data(), pv_, vb, c.varlen ? total_k : max_k, c.heads_kv);
+  const std::int64_t k_tokens = c.varlen ? total_k + c.kv_tail : max_k;
+  a.k = view(dk.data(), pk_, vb, k_tokens, c.heads_kv);
+  a.v = c.kv_interleaved ? view(dk.data() + pk_.stride[2] * c.heads_kv, pk_, vb, k_tokens, c.heads_kv)
+                         : view(dv.data(), pv_, vb, k_tokens, c.heads_kv);
   a.out = view(dout.data(), po, vb, c.varlen ? total_q : max_q, c.heads_q);
   a.lse = dlse.data();
   a.softmax_scale = c.scale;

@@ -109,6 +109,32 @@ TEST_P(AttentionForward, VariableLengthWithEmptyAndSingleTokenSequences) {
     c.causal = causal;
     run_case(s, c, sd + causal);
   }
+  // Packed K/V tokens after the last sequence hold NaN (a buffer larger than cu_seqlens_k[batch]): the last
+  // sequence's boundary key tile reads them, and P = 0 there must not turn into 0 * NaN. Every candidate of
+  // both strategies (the warp-specialized one zeroes those V rows in shared memory).
+  for (int d : {64, 128}) {
+    attention::attention_problem pr;
+    pr.batch = 2;
+    pr.heads_q = 2;
+    pr.head_dim = d;
+    pr.seqlen_q = 70;
+    pr.seqlen_k = 77;
+    pr.ws_compiled = attention::ws_compiled(s.code_target());
+    for (const auto& cand : attention::plan(s.device(), pr).choice.all) {
+      if (!cand.fits) continue;
+      attn_case c;
+      c.varlen = true;
+      c.batch = 2;
+      c.heads_q = 2;
+      c.heads_kv = 1;
+      c.d = d;
+      c.sq = {33, 70};
+      c.sk = {41, 77};
+      c.kv_tail = 40;
+      c.policy = cand.name;
+      run_case(s, c, sd + 7 + d);
+    }
+  }
 }
 
 TEST_P(AttentionForward, SlidingWindows) {

@@ -144,6 +144,8 @@ constexpr bool stages_p(family f) { return f == family::amd; }
 
 //! Shared memory of the warp-specialized kernel: swizzled Q, K and V tiles (no padding: the swizzle
 //! spreads the banks), its barriers, and the slack that aligns the tiles to their 1024-byte swizzle pattern.
+//! Room for the kernel's 2 + 4 * stages barriers: 8 bytes each on the device, 24 in the emulator
+//! (backends/host mbarrier_state), and 10 x 24 = 240 at 2 stages.
 inline constexpr int ws_barrier_bytes = 256;
 inline constexpr int ws_align_slack = 1024;
 constexpr std::int64_t ws_smem_bytes(const policy& p, int head_dim, int elem_bytes) {

@@ -4,7 +4,7 @@
 // A block owns BM = 64 * Consumers queries of one (batch, head) and has 1 + Consumers warpgroups:
 //  - warpgroup 0, the producer, gives registers back (setmaxnreg) and one of its threads issues every
 //    tensor copy: Q once, then for each key tile K and V into a ring of Stages buffers. Each buffer has a
-//    "full" mbarrier (the copy's bytes, expect-tx) and an "empty" one (one arrival per consumer warpgroup).
+//    "full" mbarrier (the copy's bytes, expect-tx) and an "empty" one (one arrival per consumer warp).
 //  - consumer warpgroup c takes registers and owns query rows [64 c, 64 c + 64): per key tile (walked from
 //    the last to the first, as the tiled strategy: the tile that needs the most masking comes first)
 //      S = Q K^T          warpgroup MMA, both operands in shared memory (K-major), BN columns
@@ -58,8 +58,8 @@ inline constexpr int consumer_regs = Consumers == 2 ? 240 : 160;
 //! turn of consumer warpgroup c in the ping-pong (ids 2-3: only 2 consumer warpgroups ping-pong).
 inline constexpr int consumers_barrier = 1;
 PK_DEVICE PK_FORCEINLINE constexpr int turn_bar(int c) { return 2 + c; }
-//! The barrier of consumer warpgroup c's epilogue (its 128 threads).
-PK_DEVICE PK_FORCEINLINE constexpr int epilogue_bar(int c) { return 5 + c; }
+//! The barrier of consumer warpgroup c's epilogue (its 128 threads): ids 4-6.
+PK_DEVICE PK_FORCEINLINE constexpr int epilogue_bar(int c) { return 4 + c; }
 
 //! Shared-memory layout of one instance.
 template <class T, int D, int BM, int BN, int Stages>
@@ -93,7 +93,7 @@ PK_DEVICE PK_FORCEINLINE void apply_mask(wg_accum<N>& s, const attention::tile_m
 
 //! Which (query block, head, batch entry) block `lin` (0 .. m_blocks * heads * batch, in launch order)
 //! computes. The (head, batch) entries are taken in groups of l2_group whose K and V fit in L2 together
-//! (the planner sizes it from archdb's L2), so that the blocks running at once re-read K/V from L2 rather
+//! (attention_forward sizes it from the device's L2), so that the blocks running at once re-read K/V from L2 rather
 //! than device memory; inside a group, query blocks longest first (under causal masking the last query
 //! blocks see the most keys), so that short blocks make the tail of the grid.
 struct work_item {
@@ -117,7 +117,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
   static_assert(BM % 64 == 0 && (Consumers == 2 || Consumers == 3), "ws policy: 2 or 3 consumer warpgroups of 64 rows");
   static_assert(BN % 16 == 0 && BN <= 256 && D % 64 == 0 && D <= 256, "ws policy: whole k16 steps, N <= 256");
   if constexpr (!arch_has_wgmma || !arch_has_tma) {
-    return;  // instantiated for every pass of a fat binary; only the sm_90a pass has code
+    // Instantiated for every pass of a fat binary; only the sm_90a pass has code. The planner never
+    // launches it elsewhere (its candidates are unavailable there): a launch that does is an error, not an
+    // output left unwritten.
+    trap("attn_fwd_ws_kernel: launched on an arch without warpgroup MMA and tensor copies");
   } else {
     using L = attn_ws::smem_layout<T, D, BM, BN, Stages>;
     using q_tile = typename L::q_tile;
