@@ -3,7 +3,7 @@
 // the PTX ISA requires. Everything completes synchronously when issued: a tensor copy has written shared
 // memory and completed its transaction bytes before tma_load returns, and a wgmma has written its
 // accumulators when the warpgroup leaves it (wgmma.fence / commit_group / wait_group need nothing).
-// See docs/emulator.md, "Hopper (host_sm90)".
+// See docs/emulator.md, "Hopper (host_sm90a)".
 #include "emulator_state.hpp"
 
 #include <cmath>

@@ -72,7 +72,7 @@ std::size_t shared_dynamic_bytes() noexcept;
 }  // namespace pk::backend::host
 
 // ---------------------------------------------------------------------------------------------
-// The sm_90a (Hopper) machinery, emulated for the host_sm90 code target (docs/emulator.md, "Hopper").
+// The sm_90a (Hopper) machinery, emulated for the host_sm90a code target (docs/emulator.md, "Hopper").
 // portable/ (warpgroup.hpp, pipeline.hpp) maps onto these; kernels never call them directly.
 
 namespace pk::backend::host {
