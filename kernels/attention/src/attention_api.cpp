@@ -141,17 +141,19 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
 
   out.choice = archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const policy& p = pols[static_cast<std::size_t>(&c - cands.data())];
+    // The grid and the key tiles its blocks walk, as the kernels of either strategy do.
+    const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
+    std::int64_t tiles = 0;
+    for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles += tiles_of_block(pr, p.block_m, p.block_n, mb);
+    const std::int64_t blocks = m_blocks * pr.heads_q * pr.batch;
+    const double tiles_per_block = double(tiles) / double(m_blocks);
     if (p.strat == strategy::ws_wgmma_tma) {
-      const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
-      std::int64_t tiles = 0;
-      for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles += tiles_of_block(pr, p.block_m, p.block_n, mb);
-      const std::int64_t blocks = m_blocks * pr.heads_q * pr.batch;
       const double dense = (pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops) * 1e12;
       const double sm_flops = dense * wgmma_share / units;
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double t_us = double(waves) * double(tiles) / double(m_blocks) * ((t_mma + t_exp) * 1e6 + ws_tile_overhead_us);
+      const double t_us = double(waves) * tiles_per_block * ((t_mma + t_exp) * 1e6 + ws_tile_overhead_us);
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
@@ -164,11 +166,6 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
     }
     const int warps = p.block_threads / device.warp_size;
     const int wm = p.block_m / warps;
-    const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
-    std::int64_t tiles = 0;
-    for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles += tiles_of_block(pr, p.block_m, p.block_n, mb);
-    const std::int64_t blocks = m_blocks * pr.heads_q * pr.batch;
-    const double tiles_per_block = double(tiles) / double(m_blocks);
     // Per tile and block: matrix work, and shared-memory bytes read (each warp reads all of K and V,
     // its own Q rows; a staged P is written and read once).
     const double flops_tile = 4.0 * p.block_m * p.block_n * pr.head_dim;

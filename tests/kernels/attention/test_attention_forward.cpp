@@ -10,6 +10,15 @@
 #include <limits>
 
 namespace pk::test {
+
+// The names of the candidates the stream's code has (attention::ws_compiled) that fit its device for `pr`.
+inline std::vector<std::string> fitting_candidates(const stream& s, attention::attention_problem pr) {
+  pr.ws_compiled = attention::ws_compiled(s.code_target());
+  std::vector<std::string> names;
+  for (const auto& cand : attention::plan(s.device(), pr).choice.all)
+    if (cand.fits) names.push_back(cand.name);
+  return names;
+}
 namespace {
 
 class AttentionForward : public ::testing::TestWithParam<backend_param> {
@@ -119,9 +128,7 @@ TEST_P(AttentionForward, VariableLengthWithEmptyAndSingleTokenSequences) {
     pr.head_dim = d;
     pr.seqlen_q = 70;
     pr.seqlen_k = 77;
-    pr.ws_compiled = attention::ws_compiled(s.code_target());
-    for (const auto& cand : attention::plan(s.device(), pr).choice.all) {
-      if (!cand.fits) continue;
+    for (const std::string& name : fitting_candidates(s, pr)) {
       attn_case c;
       c.varlen = true;
       c.batch = 2;
@@ -131,7 +138,7 @@ TEST_P(AttentionForward, VariableLengthWithEmptyAndSingleTokenSequences) {
       c.sq = {33, 70};
       c.sk = {41, 77};
       c.kv_tail = 40;
-      c.policy = cand.name;
+      c.policy = name;
       run_case(s, c, sd + 7 + d);
     }
   }
@@ -185,11 +192,8 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
     pr.seqlen_q = 150;
     pr.seqlen_k = 201;
     pr.causal = true;
-    pr.ws_compiled = attention::ws_compiled(s.code_target());  // the candidates this stream's code has
-    const auto pl = attention::plan(s.device(), pr);
     int ran = 0;
-    for (const auto& cand : pl.choice.all) {
-      if (!cand.fits) continue;
+    for (const std::string& name : fitting_candidates(s, pr)) {
       attn_case c;
       c.d = d;
       c.heads_q = 2;
@@ -197,7 +201,7 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
       c.sq = {150};
       c.sk = {201};
       c.causal = true;
-      c.policy = cand.name;
+      c.policy = name;
       run_case(s, c, sd + d);
       ++ran;
     }

@@ -108,20 +108,31 @@ PK_DEVICE PK_FORCEINLINE void wg_fence_operand(wg_accum<N>& acc) {
 #endif
 }
 
+#if defined(PK_DETAIL_BACKEND_HOST)
+namespace impl {
+//! The emulator's description of one warpgroup MMA, A still to be given (descriptor or registers).
+template <class T, int N, bool BMnMajor>
+backend::host::wgmma_op host_wgmma_op(wg_accum<N>& acc, std::uint64_t b_desc, bool accumulate) {
+  backend::host::wgmma_op op;
+  op.n = N;
+  op.bf16 = std::is_same_v<T, bf16>;
+  op.b_mn_major = BMnMajor;
+  op.accumulate = accumulate;
+  op.b_desc = b_desc;
+  op.d = acc.v;
+  return op;
+}
+}  // namespace impl
+#endif
+
 //! acc (+)= A B: A (64 x 16) and B (16 x N) in shared memory. B is K-major (N rows of K) unless BMnMajor.
 template <class T, int N, bool BMnMajor = false>
 PK_DEVICE PK_FORCEINLINE void wg_mma_ss(wg_accum<N>& acc, std::uint64_t a_desc, std::uint64_t b_desc, bool accumulate,
                                         impl::site s = impl::site::current("warpgroup MMA")) {
   static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "warpgroup MMA: bf16 or fp16 inputs");
 #if defined(PK_DETAIL_BACKEND_HOST)
-  backend::host::wgmma_op op;
-  op.n = N;
-  op.bf16 = std::is_same_v<T, bf16>;
-  op.b_mn_major = BMnMajor;
-  op.accumulate = accumulate;
+  backend::host::wgmma_op op = impl::host_wgmma_op<T, N, BMnMajor>(acc, b_desc, accumulate);
   op.a_desc = a_desc;
-  op.b_desc = b_desc;
-  op.d = acc.v;
   backend::host::wgmma(op, s);
 #elif defined(PK_DETAIL_BACKEND_CUDA)
   (void)s;
@@ -136,15 +147,9 @@ PK_DEVICE PK_FORCEINLINE void wg_mma_rs(wg_accum<N>& acc, const std::uint32_t (&
                                         impl::site s = impl::site::current("warpgroup MMA")) {
   static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "warpgroup MMA: bf16 or fp16 inputs");
 #if defined(PK_DETAIL_BACKEND_HOST)
-  backend::host::wgmma_op op;
-  op.n = N;
-  op.bf16 = std::is_same_v<T, bf16>;
+  backend::host::wgmma_op op = impl::host_wgmma_op<T, N, BMnMajor>(acc, b_desc, accumulate);
   op.a_in_registers = true;
-  op.b_mn_major = BMnMajor;
-  op.accumulate = accumulate;
-  op.b_desc = b_desc;
   op.a_regs = a;
-  op.d = acc.v;
   backend::host::wgmma(op, s);
 #elif defined(PK_DETAIL_BACKEND_CUDA)
   (void)s;
