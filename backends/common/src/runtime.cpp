@@ -243,7 +243,7 @@ struct workspace_registry {
     void* p = nullptr;
     std::size_t bytes = 0;
   };
-  std::map<std::tuple<int, int, void*>, entry> buffers;
+  std::map<std::tuple<int, int, void*, int>, entry> buffers;  // (backend, ordinal, stream, kind)
 
   status release(entry& e) {
     if (!e.p) return {};
@@ -279,11 +279,13 @@ status set_workspace_allocator(const workspace_allocator& a) {
 }
 
 namespace detail {
-status stream_workspace(const stream& s, std::size_t bytes, void** out) {
+namespace {
+// One buffer per stream and kind (0: counters, zero between calls; 1: scratch data).
+status stream_buffer(const stream& s, std::size_t bytes, int kind, void** out) {
   PK_TRY(require(s, "workspace"));
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.mu);
-  auto& e = r.buffers[{static_cast<int>(s.backend()), s.ordinal(), s.native()}];
+  auto& e = r.buffers[{static_cast<int>(s.backend()), s.ordinal(), s.native(), kind}];
   if (e.bytes < bytes) {
     // The old buffer may still be in use by work enqueued on this stream: wait for it first.
     PK_TRY(synchronize(s));
@@ -302,6 +304,10 @@ status stream_workspace(const stream& s, std::size_t bytes, void** out) {
   *out = e.p;
   return {};
 }
+}  // namespace
+
+status stream_workspace(const stream& s, std::size_t bytes, void** out) { return stream_buffer(s, bytes, 0, out); }
+status stream_scratch(const stream& s, std::size_t bytes, void** out) { return stream_buffer(s, bytes, 1, out); }
 }  // namespace detail
 
 }  // namespace pk

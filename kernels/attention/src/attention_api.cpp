@@ -7,6 +7,8 @@
 #include <pk/attention/attn_fwd_instances.hpp>
 #include <pk/config.hpp>
 
+#include "attention_views.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -229,7 +231,6 @@ namespace {
 status bad(const std::string& m) { return invalid_argument("attention_forward: " + m); }
 
 constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
 // The largest query or key tile of any candidate policy. The kernel forms positions up to a sequence
 // length plus one tile (the rows and keys of a partial last tile) in 32 bits.
@@ -242,13 +243,6 @@ constexpr std::int64_t largest_tile = [] {
 }();
 // Longest sequence (or packed token count) accepted.
 constexpr std::int64_t max_seqlen = int_max - largest_tile;
-
-// a * b + c for non-negative operands, or -1 when an operand is negative (an earlier overflow) or the
-// result leaves int64.
-std::int64_t mul_add(std::int64_t a, std::int64_t b, std::int64_t c) {
-  if (a < 0 || b < 0 || c < 0 || (a != 0 && b > (int64_max - c) / a)) return -1;
-  return a * b + c;
-}
 
 // q/k/v/out as the rank-4 view the kernel takes: rank 3 [tokens, heads, head_dim] is rank 4 with batch 1.
 // The stride of a dimension of extent 1 is never used: it is set to 0 (so any value is accepted).
@@ -273,48 +267,7 @@ status to_rank4(const char* name, const tensor_view& t, tensor_view& out) {
 status check_view(const char* name, const tensor_view& t, dtype type, int head_dim) {
   if (t.type != type)
     return bad(std::string(name) + ": dtype " + to_string(t.type) + " differs from q's " + to_string(type));
-  for (int i = 0; i < 4; ++i)
-    if (t.shape[i] < 0) return bad(std::string(name) + ": shape[" + std::to_string(i) + "] is negative");
-  if (t.shape[3] != head_dim)
-    return bad(std::string(name) + ": head_dim " + std::to_string(t.shape[3]) + " differs from q's " + std::to_string(head_dim));
-  if (t.stride[3] != 1) return bad(std::string(name) + ": the last dimension must be contiguous (stride[3] == 1)");
-  const bool empty = t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0;
-  if (t.data == nullptr && !empty) return bad(std::string(name) + ": data must not be null");
-  if (reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0)
-    return bad(std::string(name) + ": data must be 16-byte aligned");
-  for (int i = 0; i < 3; ++i)
-    if (t.stride[i] % 8 != 0 || t.stride[i] < 0)
-      return bad(std::string(name) + ": stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
-                 " must be a non-negative multiple of 8 elements (16-byte rows)");
-  if (t.shape[1] > max_seqlen)
-    return unsupported("attention_forward: " + std::string(name) + ": seqlen " + std::to_string(t.shape[1]) +
-                       " exceeds " + std::to_string(max_seqlen) + " (2^31 - 1 less one tile: 32-bit positions)");
-  // The byte offset of the last element, as the kernel forms it, must fit 64 bits.
-  if (!empty) {
-    std::int64_t last = t.shape[3] - 1;
-    for (int i = 0; i < 3 && last >= 0; ++i) last = mul_add(t.shape[i] - 1, t.stride[i], last);
-    if (last < 0 || last > int64_max / size_of(type) - 1)
-      return bad(std::string(name) + ": the offset of the last element (sum of (shape[i] - 1) * stride[i]) in bytes "
-                 "exceeds 2^63 - 1");
-  }
-  return {};
-}
-
-// out is written by many blocks at once: no two of its elements may share memory. Sufficient rule:
-// taken by increasing stride, each dimension's stride is at least the span of the ones before it.
-status check_out_distinct(const tensor_view& t) {
-  int dims[3] = {0, 1, 2};
-  std::sort(dims, dims + 3, [&](int x, int y) { return t.stride[x] < t.stride[y]; });
-  std::int64_t span = t.shape[3];
-  for (const int i : dims) {
-    if (t.shape[i] <= 1) continue;
-    if (t.stride[i] < span)
-      return bad("out: stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
-                 " makes elements overlap (each stride must be at least the span of the faster dimensions, " +
-                 std::to_string(span) + ")");
-    span = mul_add(t.shape[i] - 1, t.stride[i], span);
-  }
-  return {};
+  return attention::views::check_view("attention_forward", name, t, type, head_dim, max_seqlen);
 }
 
 // The offsets of one varlen operand: cu[0] >= 0, non-decreasing, cu[batch] <= the packed token count,
@@ -400,7 +353,7 @@ status attention_forward(const stream& s, const attention_args& args) {
   if (a.k.shape[1] != a.v.shape[1]) return bad("v: seqlen " + std::to_string(a.v.shape[1]) + " differs from k's " + std::to_string(a.k.shape[1]));
   if (a.out.shape[1] != a.q.shape[1] || a.out.shape[0] != a.q.shape[0])
     return bad("out: shape must equal q's [batch, seqlen_q, heads_q, head_dim]");
-  PK_TRY(check_out_distinct(a.out));
+  PK_TRY(attention::views::check_distinct("attention_forward", "out", a.out));
   const float scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(d));
   const float scale_log2 = scale * 1.44269504088896340736f;  // log2(e)
   if (a.softmax_scale < 0 || !std::isfinite(a.softmax_scale) || !std::isfinite(scale_log2))

@@ -28,8 +28,6 @@ constexpr int assumed_regs_per_thread = 32;
 constexpr int assumed_rows_regs_per_thread = 64;
 // Bytes of one accumulator at most (welford<double>: 24 bytes, rounded up): sizes the partials.
 constexpr std::size_t max_accum_bytes = 32;
-// A block's ticket counter, kept 256 bytes apart from the partials so that they stay aligned.
-constexpr std::size_t ticket_bytes = 256;
 // Memory latency under load assumed by the cost models (HBM round trip: ~0.6-0.8 us on A100/H100/MI300
 // class devices); it bounds a group's serial chain of dependent load rounds.
 constexpr double load_round_us = 0.8;
@@ -240,19 +238,20 @@ status reduce_reproducible(const stream& s, dtype type, const void* in, std::int
   c.n = n;
   c.out = out;
   c.type_name = reduction::to_string(type);
-  // Workspace: counters (one per group and the top one, zero between calls), then the chunk and group
-  // sums, each region 256-byte aligned.
+  // Workspace: the counters (one per group and the top one, zero between calls). Scratch: the chunk sums,
+  // then the group sums (256-byte aligned).
   const auto round256 = [](std::size_t x) { return (x + 255) / 256 * 256; };
-  const std::size_t counters = round256(static_cast<std::size_t>(groups + 1) * sizeof(unsigned));
+  const std::size_t counters = static_cast<std::size_t>(groups + 1) * sizeof(unsigned);
   const std::size_t chunk_bytes = round256(static_cast<std::size_t>(chunks) * eb);
-  const std::size_t group_bytes = round256(static_cast<std::size_t>(groups) * eb);
+  const std::size_t group_bytes = static_cast<std::size_t>(groups) * eb;
   void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, counters + chunk_bytes + group_bytes, &ws));
-  char* w = static_cast<char*>(ws);
-  c.top_ticket = reinterpret_cast<unsigned*>(w);
-  c.group_tickets = reinterpret_cast<unsigned*>(w) + 1;
-  c.chunk_sums = w + counters;
-  c.group_sums = w + counters + chunk_bytes;
+  void* scratch = nullptr;
+  PK_TRY(detail::stream_workspace(s, counters, &ws));
+  PK_TRY(detail::stream_scratch(s, chunk_bytes + group_bytes, &scratch));
+  c.top_ticket = static_cast<unsigned*>(ws);
+  c.group_tickets = static_cast<unsigned*>(ws) + 1;
+  c.chunk_sums = static_cast<char*>(scratch);
+  c.group_sums = static_cast<char*>(scratch) + chunk_bytes;
   return instances::repro::dispatch(s.code_target(), type, c);
 }
 
@@ -322,9 +321,11 @@ status device_wide(const stream& s, reduction::call_kind kind, reduction::op_cod
   c.correction = correction;
   c.type_name = reduction::to_string(type);
   void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, reduction::ticket_bytes + c.grid * reduction::max_accum_bytes, &ws));
+  void* scratch = nullptr;
+  PK_TRY(detail::stream_workspace(s, sizeof(unsigned), &ws));
+  PK_TRY(detail::stream_scratch(s, c.grid * reduction::max_accum_bytes, &scratch));
   c.ticket = static_cast<unsigned*>(ws);
-  c.partials = static_cast<char*>(ws) + reduction::ticket_bytes;
+  c.partials = static_cast<char*>(scratch);
   return instances::reduce::dispatch(s.code_target(), type, c);
 }
 

@@ -169,10 +169,14 @@ struct workspace_allocator {
 status set_workspace_allocator(const workspace_allocator& a);
 
 namespace detail {
-//! Per-stream scratch memory owned by the library: grown on demand, reused across calls, zero-filled
-//! whenever it is (re)allocated. Kernels that keep counters in it must leave them zero when they finish.
-//! The user can supply the memory instead through pk::set_workspace_allocator.
+//! Per-stream memory owned by the library, grown on demand and reused across calls (the user can supply
+//! it instead through pk::set_workspace_allocator). Two buffers per stream, so that no call's data can land
+//! where a later call expects zeros:
+//!  - stream_workspace: counters only (tickets, flags), zero-filled whenever (re)allocated; kernels leave
+//!    every counter they touch zero when they finish;
+//!  - stream_scratch: data a call writes before it reads (partial results), any content between calls.
 status stream_workspace(const stream& s, std::size_t bytes, void** out);
+status stream_scratch(const stream& s, std::size_t bytes, void** out);
 }  // namespace detail
 
 }  // namespace pk

@@ -224,6 +224,81 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR fp16 to_fp16(float f)
   return fp16::from_bits(detail::float_to_fp16_bits(f));
 }
 
+// ---- FP8 e4m3 (KV-cache storage): fn (OCP, bias 7, max 448, NaN S.1111.111) and fnuz (bias 8, max 240,
+// the one NaN 0x80, no -0). Neither has infinities. ----
+namespace detail {
+template <bool Fnuz>
+struct e4m3_format {
+  static constexpr int bias = Fnuz ? 8 : 7;
+  static constexpr std::uint32_t max_code = Fnuz ? 0x7fu : 0x7eu;  // largest finite magnitude: 240 / 448
+  static constexpr float subnormal_quantum = Fnuz ? 0x1p-10f : 0x1p-9f;  // 2^(1 - bias - 3)
+};
+
+//! Exact (every e4m3 value is a binary32; bf16 and binary16 hold them too). NaN codes give a quiet NaN.
+template <bool Fnuz>
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float e4m3_bits_to_float(std::uint8_t b) noexcept {
+  using f = e4m3_format<Fnuz>;
+  const std::uint32_t sign = static_cast<std::uint32_t>(b & 0x80u) << 24;
+  const std::uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;
+  if (Fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) return bit_cast<float>(sign | 0x7fc00000u);
+  // A subnormal code (e = 0) is m quanta: int -> float and the power-of-two scaling are exact and give a
+  // normal binary32, so no flush-to-zero mode can touch it. A normal code rebiases its exponent.
+  if (e == 0) return bit_cast<float>(sign | bit_cast<std::uint32_t>(static_cast<float>(m) * f::subnormal_quantum));
+  return bit_cast<float>(sign | ((e + 127u - f::bias) << 23) | (m << 20));
+}
+
+//! Round to nearest, ties to even; magnitudes past the largest finite value (infinities included)
+//! saturate to it; NaN gives the format's NaN (fn: sign kept). fnuz has no -0: negative values that round
+//! to zero give +0.
+template <bool Fnuz>
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint8_t float_to_e4m3_bits(float x) noexcept {
+  using f = e4m3_format<Fnuz>;
+  const std::uint32_t u = bit_cast<std::uint32_t>(x);
+  const std::uint32_t sign = (u >> 24) & 0x80u;
+  std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint8_t>(Fnuz ? 0x80u : (sign | 0x7fu));
+  std::uint32_t code;
+  if (a < ((128u - f::bias) << 23)) {
+    // Below the smallest normal (2^(1 - bias)): a whole number of quanta, 0..8 (8 is the smallest normal's
+    // code). The scaling is exact; the fraction is rounded to nearest even by hand (constexpr, device).
+    const float q = bit_cast<float>(a) / f::subnormal_quantum;
+    code = static_cast<std::uint32_t>(q);
+    const float frac = q - static_cast<float>(code);
+    code += (frac > 0.5f || (frac == 0.5f && (code & 1u))) ? 1u : 0u;
+  } else {
+    // Keep 3 mantissa bits, rounding the 20 dropped ones to nearest even (a carry bumps the exponent), then
+    // rebias from 127 to the format's bias; past the largest finite code: saturate.
+    a += 0x7ffffu + ((a >> 20) & 1u);
+    const std::uint32_t e = a >> 23;
+    code = e >= 127u - f::bias + 16u ? f::max_code : (((e - (127u - f::bias)) << 3) | ((a >> 20) & 0x7u));
+    if (code > f::max_code) code = f::max_code;
+  }
+  if (Fnuz && code == 0) return 0;
+  return static_cast<std::uint8_t>(sign | code);
+}
+}  // namespace detail
+
+//! FP8 e4m3 storage types (KV caches). Widening is exact; narrowing rounds to nearest even and saturates.
+template <bool Fnuz>
+struct basic_e4m3 {
+  std::uint8_t bits;
+  basic_e4m3() = default;
+  PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR explicit basic_e4m3(float f) noexcept
+      : bits(detail::float_to_e4m3_bits<Fnuz>(f)) {}
+  PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR operator float() const noexcept {
+    return detail::e4m3_bits_to_float<Fnuz>(bits);
+  }
+  PK_HOST_DEVICE PK_FORCEINLINE static constexpr basic_e4m3 from_bits(std::uint8_t b) noexcept {
+    basic_e4m3 r{};
+    r.bits = b;
+    return r;
+  }
+  //! The largest finite value: 448 (fn), 240 (fnuz).
+  static constexpr float max() noexcept { return Fnuz ? 240.0f : 448.0f; }
+};
+using f8e4m3fn = basic_e4m3<false>;
+using f8e4m3fnuz = basic_e4m3<true>;
+
 static_assert(sizeof(bf16) == 2 && alignof(bf16) == 2, "bf16 must be 2 bytes, 2-aligned");
 static_assert(sizeof(fp16) == 2 && alignof(fp16) == 2, "fp16 must be 2 bytes, 2-aligned");
 static_assert(std::is_standard_layout<bf16>::value && std::is_trivially_copyable<bf16>::value &&
@@ -355,6 +430,8 @@ inline constexpr dtype dtype_of = [] {
   else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
   else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
   else if constexpr (std::is_same_v<T, std::int8_t>) return dtype::i8;
+  else if constexpr (std::is_same_v<T, f8e4m3fn>) return dtype::f8e4m3fn;
+  else if constexpr (std::is_same_v<T, f8e4m3fnuz>) return dtype::f8e4m3fnuz;
   else {
     static_assert(std::is_same_v<T, std::uint8_t>, "pk: no dtype for this element type");
     return dtype::u8;

@@ -58,11 +58,12 @@ status reduce_custom(const stream& s, const T* in, std::int64_t n, T* out, Op op
   c.n = n;
   c.out = out;
   c.type_name = "custom";
-  constexpr std::size_t ticket_bytes = 256;  // keeps the partials 256-byte aligned
   void* ws = nullptr;
-  PK_TRY(detail::stream_workspace(s, ticket_bytes + c.grid * sizeof(T), &ws));
+  void* scratch = nullptr;
+  PK_TRY(detail::stream_workspace(s, sizeof(unsigned), &ws));
+  PK_TRY(detail::stream_scratch(s, c.grid * sizeof(T), &scratch));
   c.ticket = static_cast<unsigned*>(ws);
-  c.partials = static_cast<char*>(ws) + ticket_bytes;
+  c.partials = static_cast<char*>(scratch);
   return impl::launch_reduction<T, T, T>(c, "user_op", op, identity, reduction::ops::value_load<T>{},
                                          reduction::ops::to_value<T>{});
 }

@@ -1,0 +1,77 @@
+// Attention over a KV cache: the decode kernel's policies and candidate lists (tuning as data), read by the
+// planner at run time and by the kernels at compile time.
+#pragma once
+#include <pk/attention/attention_policy.hpp>
+#include <pk/attention/attn_decode_keys.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace pk::attention {
+
+//! One compiled variant of the decode kernel. A block owns block_m packed query rows (the seqlen_q x
+//! heads_q / heads_kv queries that share one KV head: GQA packing) of one sequence and KV head, and one
+//! split of its keys; its warps split each key tile of block_n keys between them (block_n / warps keys
+//! each, every warp all block_m rows), keep their own online softmax and merge at the end. K/V tiles are
+//! double-buffered (16-byte asynchronous copies of rows gathered through the block table).
+struct decode_policy {
+  int block_m;        //!< packed query rows per block (whole MMA atoms in M)
+  int block_n;        //!< keys per block tile
+  int block_threads;  //!< threads per block
+  friend constexpr bool operator==(const decode_policy&, const decode_policy&) = default;
+};
+
+//! The head dims with compiled decode instances: the instance table (kernels/attention/CMakeLists.txt).
+inline constexpr auto& decode_head_dims = instances::attn_decode::head_dim_values;
+
+constexpr bool supported_decode_head_dim(int d) {
+  for (int h : decode_head_dims)
+    if (h == d) return true;
+  return false;
+}
+
+// Candidate lists, default first. Short on purpose: each entry is compiled per dtype and head dim.
+// NVIDIA (mma.sync m16n8k16, 4 warps): 16 rows cover the decode shapes of GQA ratios up to 16 at seqlen_q 1
+// with one atom in M (FlashAttention's decode packs the group the same way); 64 rows serve speculative
+// decoding (seqlen_q x group > 16) with one read of K/V for all rows. 64 keys per tile (16 per warp) keep two
+// stages of K/V at head_dim 256 within 140 KB; 128 keys put more bytes in flight per block where shared
+// memory allows. AMD: 32 rows (MFMA 32x32 is one atom, WMMA 16x16 two), 64 keys, 64 KB of LDS.
+inline constexpr std::array<decode_policy, 3> decode_nvidia{{{16, 64, 128}, {16, 128, 128}, {64, 64, 128}}};
+inline constexpr std::array<decode_policy, 1> decode_amd{{{32, 64, 128}}};
+
+constexpr std::span<const decode_policy> decode_candidates(family f) {
+  return f == family::amd ? std::span<const decode_policy>(decode_amd) : std::span<const decode_policy>(decode_nvidia);
+}
+constexpr std::size_t decode_candidate_count(family f) { return decode_candidates(f).size(); }
+
+//! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
+enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
+
+//! Shared memory of a decode policy: the Q tile, two stages of K and V tiles (padded rows), for FP8 caches
+//! two stages of the raw K and V bytes beside one converted K/V tile; P staged per warp (MFMA/WMMA); at least
+//! the end-of-block merge (the rows' fp32 output and two statistics per warp). Warps are counted at 32
+//! lanes, an upper bound for wave64 targets.
+constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, int elem_bytes, bool fp8, bool staged_p) {
+  constexpr int min_warp = 32;
+  const std::int64_t warps = p.block_threads / min_warp;
+  const std::int64_t pad = smem_pad_bytes / elem_bytes;
+  const std::int64_t row = (head_dim + pad) * elem_bytes;
+  const std::int64_t q = std::int64_t{p.block_m} * row;
+  const std::int64_t kv = fp8 ? 2 * std::int64_t{p.block_n} * row + 2 * 2 * std::int64_t{p.block_n} * head_dim
+                              : 2 * 2 * std::int64_t{p.block_n} * row;
+  // [warps][block_m][block_n / warps + pad]
+  const std::int64_t pt = staged_p ? std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes : 0;
+  const std::int64_t merge = std::int64_t{p.block_m} * head_dim * 4 + 2 * warps * p.block_m * 4;
+  const std::int64_t main = q + kv + pt;
+  return main > q + merge ? main : q + merge;
+}
+
+//! "attn_decode_bf16_d128_b16x64_t128".
+inline std::string decode_name_of(const decode_policy& p, const char* type, int head_dim) {
+  return std::string("attn_decode_") + type + "_d" + std::to_string(head_dim) + "_b" + std::to_string(p.block_m) + "x" +
+         std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads);
+}
+
+}  // namespace pk::attention

@@ -1,0 +1,556 @@
+// Attention over a KV cache (decode), device code: split-KV (FlashDecoding) with the query heads of a KV
+// group packed into the rows of the MMA atom, written once against the portable MMA atom of the target
+// (mma.sync m16n8k16, MFMA 32x32x8, WMMA 16x16x16) and the forward kernel's pieces (attention_agent.hpp:
+// qk, pv; attention_softmax.hpp: the online softmax; attention_mask.hpp: the bottom-right aligned masks).
+//
+// A block owns BM packed rows of one (sequence b, KV head hk) — row t is query t / group of query head
+// hk * group + t % group — and one split of the sequence's key tiles. Its warps split every key tile of BN
+// keys (BN / warps keys each, all BM rows each) and keep their own online softmax; at the end they merge
+// through shared memory (the same log-sum-exp rule as the split combine). K/V rows are gathered through
+// the block table (one page lookup per row, 16-byte asynchronous copies) into two stages. FP8 caches land
+// as bytes and are turned into T tiles in shared memory by a bit shuffle that makes a 16-bit float of the
+// code's value times 2^-fp8_shift (exact; the shift is folded into the K and V scales).
+//
+// One split: the block writes the output and LSE. Several: normalised fp32 partial outputs and their LSEs,
+// merged by attn_decode_combine_kernel.
+//
+// Shared memory (bytes, decode_smem_bytes):
+//   Q [BM][D+pad] | 16-bit: K[2][BN][D+pad], V[2][BN][D+pad]
+//                 | FP8: K[BN][D+pad], V[BN][D+pad] (converted), raw K[2][BN][D], raw V[2][BN][D]
+//                 | P [warps][BM][BN/warps+pad] (staged P only)
+//   after the loop, from the end of Q: the merge buffer O [BM][D] fp32, lse of each warp [warps][BM], the
+//   merged lse [BM], bad-slot flags [warps].
+#pragma once
+#include <pk/attention/decode_policy.hpp>
+#include <pk/attention/detail/attention_agent.hpp>
+#include <pk/attention/detail/decode_call.hpp>
+#include <pk/portable/async_copy.hpp>
+#include <pk/portable/block.hpp>
+#include <pk/portable/math.hpp>
+#include <pk/portable/memory.hpp>
+#include <pk/portable/launch.hpp>
+#include <pk/portable/numeric.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+PK_DETAIL_TARGET_BEGIN
+namespace impl {
+namespace attn_dec {
+
+//! The FP8 -> 16-bit shuffle: code's value times 2^-fp8_shift(fnuz) (fn: bias 7 -> 15 is 2^-8; fnuz: 2^-7).
+PK_HOST_DEVICE constexpr int fp8_shift(bool fnuz) { return fnuz ? 7 : 8; }
+
+//! Four e4m3 codes (bytes of x, lowest first) as four binary16 (two per word, lowest first), each the code's
+//! value times 2^-fp8_shift: sign to bit 15, exponent and mantissa one bit right of the byte's position in
+//! the half's high byte, which rebiases normal and subnormal codes alike. NaN codes give a binary16 NaN.
+template <bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void e4m3x4_to_half_bits(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
+  const std::uint32_t t0 = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16);
+  const std::uint32_t t1 = ((x & 0xff0000u) >> 8) | (x & 0xff000000u);
+  lo = (t0 & 0x80008000u) | ((t0 & 0x7f007f00u) >> 1);
+  hi = (t1 & 0x80008000u) | ((t1 & 0x7f007f00u) >> 1);
+  // Any NaN code among the four (fn: low 7 bits all ones; fnuz: 0x80)? Rare: fixed one byte at a time.
+  const std::uint32_t v = Fnuz ? x ^ 0x80808080u : 0u;
+  const bool nan = Fnuz ? ((v - 0x01010101u) & ~v & 0x80808080u) != 0 : (((x & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) != 0;
+  if (nan) {
+    std::uint32_t* w[2] = {&lo, &hi};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const std::uint32_t b = (x >> (8 * i)) & 0xffu;
+      if (Fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) *w[i / 2] |= 0x7e00u << (16 * (i % 2));
+    }
+  }
+}
+
+//! binary16 bits (a value that bf16 holds exactly) to T.
+template <class T>
+PK_DEVICE PK_FORCEINLINE std::uint32_t half2_to(std::uint32_t h2) {
+  if constexpr (std::is_same_v<T, fp16>) {
+    return h2;
+  } else {
+    const float a = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 & 0xffffu));
+    const float b = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 >> 16));
+    // Exact values: the upper half of the binary32 is the bf16 (NaN stays NaN).
+    return (::pk::detail::bit_cast<std::uint32_t>(a) >> 16) | (::pk::detail::bit_cast<std::uint32_t>(b) & 0xffff0000u);
+  }
+}
+
+//! The rows (page, slot) of cache position t of sequence b; page < 0 when the table's entry is outside the
+//! cache.
+struct slot_ref {
+  std::int64_t page, slot;
+};
+PK_DEVICE PK_FORCEINLINE slot_ref slot_of(const std::int32_t* table, std::int64_t table_row, int page_shift,
+                                          std::int64_t slot_mask, std::int64_t num_pages, int b, std::int64_t t) {
+  if (table == nullptr) return {b, t};
+  const std::int64_t page = table[b * table_row + (t >> page_shift)];
+  return {page >= 0 && page < num_pages ? page : -1, t & slot_mask};
+}
+
+//! Starts the copies of cache rows [n0, n0 + BN) of (b, hk) — rows at or past sk zero-filled — into the K and
+//! V landing tiles (row pitch `pitch` bytes) by all Threads threads; EB bytes per element. Returns whether
+//! this thread met a page index outside the cache (its rows are zero-filled).
+template <int Threads, int BN, int D, int EB>
+PK_DEVICE PK_FORCEINLINE bool load_kv(const attention::decode_params& p, int b, int hk, int n0, int sk,
+                                      std::uint8_t* k_dst, std::uint8_t* v_dst, int pitch, int tid) {
+  constexpr int chunks = D * EB / tile_copy_bytes;
+  static_assert(Threads % chunks == 0, "decode: whole rows per pass");
+  constexpr int step = Threads / chunks;
+  const int c = tid % chunks;
+  const auto* kb = static_cast<const std::uint8_t*>(p.k) + (hk * p.k_head) * EB + c * tile_copy_bytes;
+  const auto* vb = static_cast<const std::uint8_t*>(p.v) + (hk * p.v_head) * EB + c * tile_copy_bytes;
+  bool bad = false;
+#pragma unroll
+  for (int r = tid / chunks; r < BN; r += step) {
+    const int t = n0 + r;
+    slot_ref s{0, 0};
+    bool ok = t < sk;
+    if (ok) {
+      s = slot_of(p.block_table, p.table_row, p.page_shift, p.slot_mask, p.num_pages, b, t);
+      bad |= s.page < 0;
+      ok = s.page >= 0;
+    }
+    const std::int64_t ko = (s.page * p.k_page + s.slot * p.k_row) * EB, vo = (s.page * p.v_page + s.slot * p.v_row) * EB;
+    async_copy_16(k_dst + r * pitch + c * tile_copy_bytes, ok ? kb + ko : kb, ok);
+    async_copy_16(v_dst + r * pitch + c * tile_copy_bytes, ok ? vb + vo : vb, ok);
+  }
+  return bad;
+}
+
+//! Turns a raw FP8 tile [BN][D] bytes into a T tile (row pitch ld elements), 16 codes per step.
+template <class T, int Threads, int BN, int D, bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void convert_fp8(const std::uint8_t* src, T* dst, int ld, int tid) {
+  constexpr int chunks = D / tile_copy_bytes;
+#pragma unroll
+  for (int i = tid; i < BN * chunks; i += Threads) {
+    const int r = i / chunks, c = i % chunks;
+    const vec<std::uint32_t, 4> in = load_vec<4>(reinterpret_cast<const std::uint32_t*>(src + r * D + c * tile_copy_bytes));
+    vec<std::uint32_t, 4> out0, out1;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      std::uint32_t lo, hi;
+      e4m3x4_to_half_bits<Fnuz>(in[j], lo, hi);
+      out0[2 * j] = half2_to<T>(lo);
+      out0[2 * j + 1] = half2_to<T>(hi);
+      e4m3x4_to_half_bits<Fnuz>(in[j + 2], lo, hi);
+      out1[2 * j] = half2_to<T>(lo);
+      out1[2 * j + 1] = half2_to<T>(hi);
+    }
+    auto* d = reinterpret_cast<std::uint32_t*>(dst + r * ld + c * tile_copy_bytes);
+    store_vec(d, out0);
+    store_vec(d + 4, out1);
+  }
+}
+
+//! Masked scores to -inf for packed rows: row r of the block is query (t0 + r) / group; the mask's query
+//! index is relative to the block's first query i0, its key index to the tile's first key (the warp's
+//! slice starts key0 keys in).
+template <class S>
+PK_DEVICE PK_FORCEINLINE void apply_mask_packed(S& s, const attention::tile_mask& m, int t0, int group, int i0, int key0,
+                                                int lane) {
+#pragma unroll
+  for (int mt = 0; mt < S::mt; ++mt)
+#pragma unroll
+    for (int j = 0; j < S::nt; ++j)
+#pragma unroll
+      for (int e = 0; e < S::vals; ++e)
+        if (!m.visible((t0 + S::row(mt, lane, e)) / group - i0, key0 + S::col(j, lane, e))) s.f[mt][j].v[e] = attn::neg_inf;
+}
+
+}  // namespace attn_dec
+
+template <class T, int D, int BM, int BN, int Threads>
+PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_params p) {
+  using atom = arch_mma_atom<T>;
+  constexpr int warps = Threads / warp_size;
+  constexpr int WN = BN / warps;  // keys per warp and tile
+  static_assert(Threads % warp_size == 0 && BN % warps == 0 && BM % atom::M == 0, "decode policy: whole atoms");
+  static_assert(D % atom::K == 0 && D % (atom::N * atom::b_group) == 0 && WN % (atom::N * atom::b_group) == 0 &&
+                    WN % atom::K == 0,
+                "decode: head dim and each warp's keys must be whole MMA atoms (and whole B load groups)");
+  static_assert(attention::smem_pad_bytes == smem_row_pad_bytes, "the planner's tile footprint is smem_tile's");
+  using q_tile = smem_tile<T, BM, D>;
+  using kv_tile = smem_tile<T, BN, D>;
+  using kv_slice = smem_tile<T, WN, D>;  // one warp's keys of a tile (same row pitch)
+  using p_tile = smem_tile<T, BM, WN>;
+  using s_regs = reg_tile<atom, BM / atom::M, WN / atom::N>;
+  using o_regs = reg_tile<atom, BM / atom::M, D / atom::N>;
+  static_assert(kv_slice::ld == kv_tile::ld, "a warp's slice is rows of the tile");
+
+  const int split = static_cast<int>(block_idx().x);
+  const int hk = static_cast<int>(block_idx().y) % p.heads_kv;
+  const int mb = static_cast<int>(block_idx().y) / p.heads_kv;
+  const int b = static_cast<int>(block_idx().z);
+  const int t0 = mb * BM;
+  const int n_rows = p.rows - t0 < BM ? p.rows - t0 : BM;
+  const int tid = thread_rank();
+  const int lane = lane_id();
+  const int w = warp_id();
+  const bool fp8 = p.format != attention::kv_format::same;
+
+  // The sequence's keys; a length outside [0, capacity] is a bad slot (no key is read).
+  const std::int64_t len = p.seqlens[b];
+  const bool bad_len = len < 0 || len > p.capacity;
+  const int sk = bad_len ? 0 : static_cast<int>(len);
+  const int i0 = t0 / p.group, i_last = (t0 + n_rows - 1) / p.group;
+  const attention::key_tiles all = attention::key_tiles_of_block(i0, i_last - i0 + 1, BN, p.seqlen_q, sk, p.window_left, p.window_right);
+  const int n_all = static_cast<int>(all.count());
+  const int per_split = (n_all + p.splits - 1) / p.splits;
+  const int n_first = static_cast<int>(all.first) + split * per_split;
+  const int n_end = n_first + per_split < static_cast<int>(all.first) + n_all ? n_first + per_split : static_cast<int>(all.first) + n_all;
+  const int n_last = n_end - 1;
+
+  // Shared memory.
+  std::uint8_t* smem = dynamic_shared<std::uint8_t>();
+  const q_tile sQ{reinterpret_cast<T*>(smem)};
+  std::uint8_t* kv_base = smem + q_tile::elements * sizeof(T);
+  constexpr int tile_bytes = kv_tile::elements * static_cast<int>(sizeof(T));
+  // 16-bit: landing = compute tiles, K[2] then V[2]. FP8: compute K, V, then raw K[2], raw V[2].
+  const kv_tile sK16{reinterpret_cast<T*>(kv_base)}, sV16{reinterpret_cast<T*>(kv_base + 2 * tile_bytes)};
+  const kv_tile cK8{reinterpret_cast<T*>(kv_base)}, cV8{reinterpret_cast<T*>(kv_base + tile_bytes)};
+  std::uint8_t* rawK = kv_base + 2 * tile_bytes;
+  std::uint8_t* rawV = rawK + 2 * BN * D;
+  std::uint8_t* after_kv = fp8 ? rawV + 2 * BN * D : kv_base + 4 * tile_bytes;
+  const p_tile sP{reinterpret_cast<T*>(after_kv) + w * p_tile::elements};
+
+  // Q: the block's packed rows (row t: query t / group, head hk * group + t % group); rows past n_rows zero.
+  {
+    constexpr int chunks = q_tile::chunks;
+    for (int i = tid; i < BM * chunks; i += Threads) {
+      const int r = i / chunks, c = i % chunks;
+      const int t = t0 + r;
+      const bool ok = r < n_rows;
+      const T* src = static_cast<const T*>(p.q) + b * p.q_batch +
+                     (ok ? (t / p.group) * p.q_row + (hk * p.group + t % p.group) * p.q_head : 0) + c * q_tile::per_copy;
+      async_copy_16(sQ.at(r, c * q_tile::per_copy), src, ok);
+    }
+  }
+  const auto issue = [&](int nb, int buf) {
+    if (fp8)
+      return attn_dec::load_kv<Threads, BN, D, 1>(p, b, hk, nb * BN, sk, rawK + buf * BN * D, rawV + buf * BN * D, D, tid);
+    return attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, b, hk, nb * BN, sk, reinterpret_cast<std::uint8_t*>(sK16.next(buf).data),
+                                                          reinterpret_cast<std::uint8_t*>(sV16.next(buf).data),
+                                                          kv_tile::ld * static_cast<int>(sizeof(T)), tid);
+  };
+  bool bad = false;
+  if (n_last >= n_first) bad |= issue(n_last, 0);
+  async_copy_commit();
+
+  // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
+  // scale, V's into the output.
+  const bool fnuz = p.format == attention::kv_format::e4m3fnuz;
+  const float shift = fp8 ? static_cast<float>(1 << attn_dec::fp8_shift(fnuz)) : 1.0f;
+  const float k_scale = (p.k_scale != nullptr ? p.k_scale[hk] : 1.0f) * shift;
+  const float v_scale = (p.v_scale != nullptr ? p.v_scale[hk] : 1.0f) * shift;
+  const float scale_log2 = p.scale_log2 * k_scale;
+
+  o_regs acc_o;
+  acc_o.fill(0.0f);
+  using softmax_t = attn::online_softmax<atom, o_regs::mt>;
+  typename softmax_t::stats row_max, row_sum;
+  softmax_t softmax{row_max, row_sum};
+  softmax.init();
+
+  for (int nb = n_last, it = 0; nb >= n_first; --nb, ++it) {
+    const int buf = it & 1;
+    async_copy_wait_all();
+    block::sync();  // tile nb (and Q) landed; every warp is done with the buffers written next
+    if (nb > n_first) bad |= issue(nb - 1, buf ^ 1);
+    async_copy_commit();
+    kv_tile cK = sK16.next(buf), cV = sV16.next(buf);
+    if (fp8) {
+      if (fnuz) {
+        attn_dec::convert_fp8<T, Threads, BN, D, true>(rawK + buf * BN * D, cK8.data, kv_tile::ld, tid);
+        attn_dec::convert_fp8<T, Threads, BN, D, true>(rawV + buf * BN * D, cV8.data, kv_tile::ld, tid);
+      } else {
+        attn_dec::convert_fp8<T, Threads, BN, D, false>(rawK + buf * BN * D, cK8.data, kv_tile::ld, tid);
+        attn_dec::convert_fp8<T, Threads, BN, D, false>(rawV + buf * BN * D, cV8.data, kv_tile::ld, tid);
+      }
+      block::sync();
+      cK = cK8;
+      cV = cV8;
+    }
+    const kv_slice wK{cK.at(w * WN, 0)}, wV{cV.at(w * WN, 0)};
+
+    s_regs acc_s;
+    acc_s.fill(0.0f);
+    attn::qk(acc_s, sQ, 0, wK, lane);
+    const attention::tile_mask mask =
+        attention::tile_mask_of(i0, std::int64_t{nb} * BN, p.seqlen_q, sk, p.window_left, p.window_right);
+    if (mask.needs_mask<BM, BN>()) attn_dec::apply_mask_packed(acc_s, mask, t0, p.group, i0, w * WN, lane);
+    softmax.step(acc_s.f, acc_o.f, scale_log2);
+    if constexpr (!s_regs::feeds_a) {
+#pragma unroll
+      for (int mt = 0; mt < s_regs::mt; ++mt) acc_s.store_rows(mt, sP.at(mt * atom::M, 0), p_tile::ld, lane);
+      warp<>::sync();
+    }
+    attn::pv(acc_o, acc_s, sP, wV, lane);
+  }
+
+  // Merge the warps: each warp's rows have (lse_w, O_w / l_w); the block's lse = log sum_w exp(lse_w) and
+  // O = sum_w exp(lse_w - lse) O_w / l_w (a warp that saw no key has lse_w = -inf and weight 0).
+  async_copy_wait_all();
+  block::sync();  // every warp is past its last tile: the K/V region is free
+  float* merge_o = reinterpret_cast<float*>(kv_base);  // [BM][D]
+  float* lse_w = merge_o + BM * D;                     // [warps][BM]
+  float* lse_m = lse_w + warps * BM;                   // [BM]
+  int* bad_w = reinterpret_cast<int*>(lse_m + BM);     // [warps]
+  using rows = c_rows<atom>;
+  float inv[o_regs::mt][rows::slots];
+#pragma unroll
+  for (int mt = 0; mt < o_regs::mt; ++mt) {
+    float lse[rows::slots];
+    softmax.finish(mt, inv[mt], lse);
+#pragma unroll
+    for (int e = 0; e < o_regs::vals; ++e)
+      if (rows::is_leader(e) && lane % atom::c_row_lanes == 0) lse_w[w * BM + o_regs::row(mt, lane, e)] = lse[rows::slot(e)];
+  }
+  const bool warp_bad = warp<>::any(bad);
+  if (lane == 0) bad_w[w] = warp_bad ? 1 : 0;
+  block::sync();
+  for (int r = tid; r < BM; r += Threads) {
+    float m = attn::neg_inf;
+    for (int v = 0; v < warps; ++v) m = fmaxf(m, lse_w[v * BM + r]);
+    float sum = 0.0f;
+    if (m != attn::neg_inf)
+      for (int v = 0; v < warps; ++v) sum += exp2_fast((lse_w[v * BM + r] - m) * attn::log2e);
+    lse_m[r] = m == attn::neg_inf ? m : m + logf(sum);
+  }
+  block::sync();
+  // Each warp in turn adds its weighted rows into the fp32 merge buffer.
+  for (int v = 0; v < warps; ++v) {
+    if (w == v) {
+#pragma unroll
+      for (int mt = 0; mt < o_regs::mt; ++mt)
+#pragma unroll
+        for (int e = 0; e < o_regs::vals; ++e) {
+          const int r = o_regs::row(mt, lane, e);
+          const float lw = lse_w[w * BM + r], lm = lse_m[r];
+          const float weight = lw == attn::neg_inf ? 0.0f : exp2_fast((lw - lm) * attn::log2e) * inv[mt][rows::slot(e)];
+#pragma unroll
+          for (int j = 0; j < o_regs::nt; ++j) {
+            float* dst = merge_o + r * D + o_regs::col(j, lane, e);
+            *dst = (v == 0 ? 0.0f : *dst) + acc_o.f[mt][j].v[e] * weight;
+          }
+        }
+    }
+    block::sync();
+  }
+
+  // Store: rows of the block's packed queries, one 16-byte vector of T (or 4 fp32 partials) per step.
+  bool any_bad = bad_len;
+  for (int v = 0; v < warps; ++v) any_bad |= bad_w[v] != 0;
+  if (any_bad && tid == 0 && p.error != nullptr) *p.error = 1;
+  const float nan = __builtin_nanf("");
+  if (p.splits == 1) {
+    constexpr int per = q_tile::per_copy, chunks = D / per;
+    for (int i = tid; i < BM * chunks; i += Threads) {
+      const int r = i / chunks, c = i % chunks;
+      if (r >= n_rows) continue;
+      const int t = t0 + r, qi = t / p.group, h = hk * p.group + t % p.group;
+      vec<T, per> o;
+#pragma unroll
+      for (int e = 0; e < per; ++e) o[e] = T(any_bad ? nan : merge_o[r * D + c * per + e] * v_scale);
+      store_vec(static_cast<T*>(p.o) + b * p.o_batch + qi * p.o_row + h * p.o_head + c * per, o);
+    }
+    if (p.lse != nullptr)
+      for (int r = tid; r < n_rows; r += Threads) {
+        const int t = t0 + r, qi = t / p.group, h = hk * p.group + t % p.group;
+        p.lse[(std::int64_t{b} * p.heads_q + h) * p.seqlen_q + qi] = any_bad ? nan : lse_m[r];
+      }
+  } else {
+    constexpr int chunks = D / 4;
+    const std::int64_t batch = grid_dim().z;
+    for (int i = tid; i < BM * chunks; i += Threads) {
+      const int r = i / chunks, c = i % chunks;
+      if (r >= n_rows) continue;
+      const int t = t0 + r, qi = t / p.group, h = hk * p.group + t % p.group;
+      const std::int64_t row = ((split * batch + b) * p.heads_q + h) * p.seqlen_q + qi;
+      vec<float, 4> o;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[e] = any_bad ? nan : merge_o[r * D + c * 4 + e] * v_scale;
+      store_vec(p.o_part + row * D + c * 4, o);
+    }
+    for (int r = tid; r < n_rows; r += Threads) {
+      const int t = t0 + r, qi = t / p.group, h = hk * p.group + t % p.group;
+      p.lse_part[((split * batch + b) * p.heads_q + h) * p.seqlen_q + qi] = any_bad ? nan : lse_m[r];
+    }
+  }
+}
+
+//! Merges the splits' partial results: out = sum_s exp(lse_s - lse) O_s, lse = log sum_s exp(lse_s) (splits
+//! without keys have lse_s = -inf and weight 0; all of them: output 0, LSE -inf). A row is D / 4 threads,
+//! 4 values each; Threads / (D / 4) rows per block.
+template <class T, int D, int Threads>
+PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::decode_params p, int batch) {
+  constexpr int lanes_per_row = D / 4;
+  constexpr int rows_per_block = Threads / lanes_per_row;
+  static_assert(Threads % lanes_per_row == 0, "combine: whole rows per block");
+  const std::int64_t rows = std::int64_t{batch} * p.heads_q * p.seqlen_q;
+  const std::int64_t row = std::int64_t{block_idx().x} * rows_per_block + thread_rank() / lanes_per_row;
+  const int c = thread_rank() % lanes_per_row;
+  if (row >= rows) return;
+  // A NaN partial (a bad slot) poisons the row; fmaxf would skip it.
+  float m = attn::neg_inf;
+  bool poisoned = false;
+  for (int s = 0; s < p.splits; ++s) {
+    const float l = p.lse_part[s * rows + row];
+    poisoned |= l != l;
+    m = fmaxf(m, l);
+  }
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float sum = 0.0f;
+  if (!poisoned && m != attn::neg_inf) {
+    for (int s = 0; s < p.splits; ++s) {
+      const float l = p.lse_part[s * rows + row];
+      const float wgt = l == attn::neg_inf ? 0.0f : exp2_fast((l - m) * attn::log2e);
+      sum += wgt;
+      const vec<float, 4> o = load_vec<4>(p.o_part + (s * rows + row) * D + c * 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[e] += wgt * o[e];
+    }
+  }
+  const float nan = __builtin_nanf("");
+  const float inv = poisoned ? nan : (sum > 0.0f ? 1.0f / sum : 0.0f);
+  // row = (b * heads_q + h) * seqlen_q + i
+  const std::int64_t i = row % p.seqlen_q, bh = row / p.seqlen_q, h = bh % p.heads_q, b = bh / p.heads_q;
+  vec<T, 4> o;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) o[e] = T(acc[e] * inv);
+  store_vec(static_cast<T*>(p.o) + b * p.o_batch + i * p.o_row + h * p.o_head + c * 4, o);
+  if (p.lse != nullptr && c == 0) p.lse[row] = poisoned ? nan : (sum > 0.0f ? m + logf(sum) : attn::neg_inf);
+}
+
+//! kv_cache_append, step 1: any slot outside the cache sets *bad (one thread per new token). Templates (on
+//! the instance's type) so that every instance TU may hold them.
+template <class T>
+PK_KERNEL void kv_append_check_kernel(attention::append_params p) {
+  const int b = static_cast<int>(block_idx().y);
+  const int t = static_cast<int>(block_idx().x) * static_cast<int>(block_dim().x) + thread_rank();
+  if (t >= p.new_tokens) return;
+  const std::int64_t len = p.seqlens[b];
+  const std::int64_t pos = len + t;
+  bool ok = len >= 0 && pos < p.capacity;
+  if (ok && p.block_table != nullptr) {
+    const std::int64_t page = p.block_table[b * p.table_row + (pos >> p.page_shift)];
+    ok = page >= 0 && page < p.num_pages;
+  }
+  if (!ok) *p.bad = 1;
+}
+
+//! Step 2: unless *bad, writes token (blockIdx.x, blockIdx.y) of every KV head: 8 values per thread.
+template <class T, int D>
+PK_KERNEL void kv_append_write_kernel(attention::append_params p) {
+  if (*p.bad != 0) return;
+  const int t = static_cast<int>(block_idx().x), b = static_cast<int>(block_idx().y);
+  const std::int64_t pos = p.seqlens[b] + t;
+  const attn_dec::slot_ref s =
+      attn_dec::slot_of(p.block_table, p.table_row, p.page_shift, p.slot_mask, p.num_pages, b, pos);
+  constexpr int per = 8, chunks = D / per;
+  for (int i = thread_rank(); i < p.heads_kv * chunks; i += static_cast<int>(block_dim().x)) {
+    const int h = i / chunks, c = i % chunks;
+    for (int kv = 0; kv < 2; ++kv) {
+      const T* src = static_cast<const T*>(kv == 0 ? p.k_new : p.v_new) + b * (kv == 0 ? p.kn_batch : p.vn_batch) +
+                     t * (kv == 0 ? p.kn_row : p.vn_row) + h * (kv == 0 ? p.kn_head : p.vn_head) + c * per;
+      const std::int64_t off = s.page * (kv == 0 ? p.k_page : p.v_page) + s.slot * (kv == 0 ? p.k_row : p.v_row) +
+                               h * (kv == 0 ? p.k_head : p.v_head) + c * per;
+      const vec<T, per> x = load_vec<per>(src);
+      if (p.format == attention::kv_format::same) {
+        store_vec(static_cast<T*>(kv == 0 ? p.k : p.v) + off, x);
+      } else {
+        const float* sc = kv == 0 ? p.k_scale : p.v_scale;
+        const float inv = sc != nullptr ? 1.0f / sc[h] : 1.0f;
+        vec<std::uint8_t, per> q;
+#pragma unroll
+        for (int e = 0; e < per; ++e)
+          q[e] = p.format == attention::kv_format::e4m3fnuz ? ::pk::detail::float_to_e4m3_bits<true>(static_cast<float>(x[e]) * inv)
+                                                            : ::pk::detail::float_to_e4m3_bits<false>(static_cast<float>(x[e]) * inv);
+        store_vec(static_cast<std::uint8_t*>(kv == 0 ? p.k : p.v) + off, q);
+      }
+    }
+  }
+}
+
+//! Step 3: reports *bad through the caller's flag and leaves the workspace counter zero.
+template <class T>
+PK_KERNEL void kv_append_finish_kernel(attention::append_params p) {
+  if (*p.bad != 0 && p.error != nullptr) *p.error = 1;
+  *p.bad = 0;
+}
+
+
+//! The decode candidate list this target compiles (one per vendor, as the forward's).
+template <class T, int D, std::size_t I>
+status attn_decode_launch_policy(const attention::decode_call& c) {
+  constexpr attention::decode_policy pol = attention::decode_candidates(attention::family_of(vendor_of(this_target)))[I];
+  constexpr bool staged_p = attention::stages_p(attention::family_of(vendor_of(this_target)));
+  static const std::string name = attention::decode_name_of(pol, std::is_same_v<T, bf16> ? "bf16" : "f16", D);
+  launch_shape shape;
+  shape.grid_x = c.grid_x;
+  shape.grid_y = c.grid_y;
+  shape.grid_z = c.grid_z;
+  shape.block_x = static_cast<unsigned>(pol.block_threads);
+  shape.dynamic_smem = static_cast<std::size_t>(
+      attention::decode_smem_bytes(pol, D, sizeof(T), c.p.format != attention::kv_format::same, staged_p));
+  shape.name = name.c_str();
+  PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, pol.block_m, pol.block_n, pol.block_threads>, shape, c.p));
+  if (c.p.splits == 1) return {};
+  constexpr int combine_threads = 128;
+  constexpr int rows_per_block = combine_threads / (D / 4);
+  const std::int64_t rows = std::int64_t{c.batch} * c.p.heads_q * c.p.seqlen_q;
+  launch_shape cs;
+  cs.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  cs.block_x = combine_threads;
+  cs.name = "attn_decode_combine";
+  return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads>, cs, c.p, c.batch);
+}
+
+template <class T, int D>
+status kv_append_launch(const attention::decode_call& c) {
+  constexpr int threads = 128;
+  const attention::append_params& a = c.ap;
+  launch_shape check;
+  check.grid_x = static_cast<unsigned>((a.new_tokens + threads - 1) / threads);
+  check.grid_y = static_cast<unsigned>(a.batch);
+  check.block_x = threads;
+  check.name = "kv_append_check";
+  PK_TRY(launch(*c.s, &kv_append_check_kernel<T>, check, a));
+  launch_shape write;
+  write.grid_x = static_cast<unsigned>(a.new_tokens);
+  write.grid_y = static_cast<unsigned>(a.batch);
+  write.block_x = threads;
+  write.name = "kv_append_write";
+  PK_TRY(launch(*c.s, &kv_append_write_kernel<T, D>, write, a));
+  launch_shape finish;
+  finish.name = "kv_append_finish";
+  return launch(*c.s, &kv_append_finish_kernel<T>, finish, a);
+}
+
+template <class T, int D, std::size_t... I>
+status attn_decode_launch_indexed(const attention::decode_call& c, std::index_sequence<I...>) {
+  status s = unsupported("attention_decode: policy index " + std::to_string(c.policy) + " is not compiled");
+  ((c.policy == static_cast<int>(I) ? (void)(s = attn_decode_launch_policy<T, D, I>(c)) : (void)0), ...);
+  return s;
+}
+
+template <class T, int D>
+status attn_decode_launch(const attention::decode_call& c) {
+  if (c.append) return kv_append_launch<T, D>(c);
+  return attn_decode_launch_indexed<T, D>(
+      c, std::make_index_sequence<attention::decode_candidate_count(attention::family_of(vendor_of(this_target)))>{});
+}
+
+}  // namespace impl
+PK_DETAIL_TARGET_END
+
+//! Defines the decode instance entry point `fn` (attn_decode_<type>_d<D>) of this target: one per instance
+//! TU, generated from the instance table in kernels/attention/CMakeLists.txt.
+#define PK_ATTENTION_DECODE_INSTANCE(fn, type, T, D)                              \
+  PK_DETAIL_TARGET_BEGIN                                                          \
+  namespace impl {                                                                \
+  status fn(const attention::decode_call& c) { return attn_decode_launch<T, D>(c); } \
+  }                                                                               \
+  PK_DETAIL_TARGET_END

@@ -1,0 +1,78 @@
+// Argument checks shared by the attention entry points (attention_forward, attention_decode,
+// kv_cache_append): rank-4 [batch or pages, tokens, heads, head_dim] views and their offsets. Host only.
+#pragma once
+#include <pk/status.hpp>
+#include <pk/tensor.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace pk::attention::views {
+
+inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+inline status bad(std::string_view fn, const std::string& m) { return invalid_argument(std::string(fn) + ": " + m); }
+
+//! a * b + c for non-negative operands, or -1 when an operand is negative (an earlier overflow) or the
+//! result leaves int64.
+inline std::int64_t mul_add(std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || b < 0 || c < 0 || (a != 0 && b > (int64_max - c) / a)) return -1;
+  return a * b + c;
+}
+
+//! A rank-4 view of `type` whose last extent is head_dim: contiguous last dimension, the other strides
+//! non-negative whole 16-byte rows, data 16-byte aligned (null only when empty), extent 1 <= max_tokens,
+//! and the byte offset of its last element within int64.
+inline status check_view(std::string_view fn, const char* name, const tensor_view& t, dtype type, int head_dim,
+                         std::int64_t max_tokens) {
+  const int eb = size_of(type);
+  if (t.type != type)
+    return bad(fn, std::string(name) + ": dtype " + to_string(t.type) + " differs from the expected " + to_string(type));
+  if (t.rank != 4) return bad(fn, std::string(name) + ": rank " + std::to_string(t.rank) + " must be 4");
+  for (int i = 0; i < 4; ++i)
+    if (t.shape[i] < 0) return bad(fn, std::string(name) + ": shape[" + std::to_string(i) + "] is negative");
+  if (t.shape[3] != head_dim)
+    return bad(fn, std::string(name) + ": head_dim " + std::to_string(t.shape[3]) + " differs from q's " + std::to_string(head_dim));
+  if (t.stride[3] != 1) return bad(fn, std::string(name) + ": the last dimension must be contiguous (stride[3] == 1)");
+  const bool empty = t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0;
+  if (t.data == nullptr && !empty) return bad(fn, std::string(name) + ": data must not be null");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0) return bad(fn, std::string(name) + ": data must be 16-byte aligned");
+  const int row_elems = 16 / eb;
+  for (int i = 0; i < 3; ++i)
+    if (t.stride[i] % row_elems != 0 || t.stride[i] < 0)
+      return bad(fn, std::string(name) + ": stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
+                         " must be a non-negative multiple of " + std::to_string(row_elems) + " elements (16-byte rows)");
+  if (t.shape[1] > max_tokens)
+    return unsupported(std::string(fn) + ": " + name + ": seqlen " + std::to_string(t.shape[1]) + " exceeds " +
+                       std::to_string(max_tokens) + " (2^31 - 1 less one tile: 32-bit positions)");
+  if (!empty) {
+    std::int64_t last = t.shape[3] - 1;
+    for (int i = 0; i < 3 && last >= 0; ++i) last = mul_add(t.shape[i] - 1, t.stride[i], last);
+    if (last < 0 || last > int64_max / eb - 1)
+      return bad(fn, std::string(name) + ": the offset of the last element (sum of (shape[i] - 1) * stride[i]) in bytes "
+                         "exceeds 2^63 - 1");
+  }
+  return {};
+}
+
+//! `t` is written by many blocks at once: no two of its elements may share memory. Sufficient rule: taken by
+//! increasing stride, each dimension's stride is at least the span of the ones before it.
+inline status check_distinct(std::string_view fn, const char* name, const tensor_view& t) {
+  int dims[3] = {0, 1, 2};
+  std::sort(dims, dims + 3, [&](int x, int y) { return t.stride[x] < t.stride[y]; });
+  std::int64_t span = t.shape[3];
+  for (const int i : dims) {
+    if (t.shape[i] <= 1) continue;
+    if (t.stride[i] < span)
+      return bad(fn, std::string(name) + ": stride[" + std::to_string(i) + "] = " + std::to_string(t.stride[i]) +
+                         " makes elements overlap (each stride must be at least the span of the faster dimensions, " +
+                         std::to_string(span) + ")");
+    span = mul_add(t.shape[i] - 1, t.stride[i], span);
+  }
+  return {};
+}
+
+}  // namespace pk::attention::views
