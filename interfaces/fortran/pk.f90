@@ -44,6 +44,8 @@ module pk
   integer(c_int32_t), parameter, public :: PK_DTYPE_I64 = 5
   integer(c_int32_t), parameter, public :: PK_DTYPE_I8 = 6
   integer(c_int32_t), parameter, public :: PK_DTYPE_U8 = 7
+  integer(c_int32_t), parameter, public :: PK_DTYPE_F8E4M3FN = 8
+  integer(c_int32_t), parameter, public :: PK_DTYPE_F8E4M3FNUZ = 9
 
   ! Reduction operations (pk_reduce_op), with C's names.
   integer(c_int), parameter, public :: PK_REDUCE_SUM = 0
@@ -93,11 +95,43 @@ module pk
     type(c_ptr) :: policy = c_null_ptr  ! NUL-terminated candidate name, or null: the planner's choice
   end type pk_attention_args
 
+  ! A KV cache (pk_kv_cache): paged (block_table%data set: PK_DTYPE_I32, rank 2 [batch, max_pages_per_seq])
+  ! or contiguous (block_table%data null). pk.h states the argument rules.
+  type, bind(c), public :: pk_kv_cache
+    ! k, v: paged [num_pages, page_size, heads_kv, head_dim]; contiguous [batch, capacity, heads_kv, head_dim]
+    type(pk_tensor) :: k, v
+    type(pk_tensor) :: block_table
+    type(c_ptr) :: seqlens = c_null_ptr  ! device int32 [batch]
+    type(c_ptr) :: k_scale = c_null_ptr  ! FP8 caches: device fp32 [heads_kv] (null: 1.0)
+    type(c_ptr) :: v_scale = c_null_ptr
+  end type pk_kv_cache
+
+  ! Decode arguments (pk_decode_args), with the C defaults (pk_decode_args_default()).
+  type, bind(c), public :: pk_decode_args
+    type(pk_tensor) :: q, out            ! [batch, seqlen_q, heads_q, head_dim], seqlen_q 1..16
+    type(pk_kv_cache) :: cache
+    type(c_ptr) :: lse = c_null_ptr      ! optional fp32 [batch, heads_q, seqlen_q]
+    real(c_float) :: softmax_scale = 0
+    integer(c_int32_t) :: causal = 0
+    integer(c_int32_t) :: window_left = -1
+    integer(c_int32_t) :: window_right = -1
+    integer(c_int32_t) :: num_splits = 0  ! 0: the planner's; else 1..128
+    type(c_ptr) :: error = c_null_ptr    ! optional device int32, set to 1 when a GPU kernel finds a bad slot
+    type(c_ptr) :: policy = c_null_ptr   ! NUL-terminated candidate name, or null: the plan's choice
+  end type pk_decode_args
+
+  ! Cache append arguments (pk_kv_append_args), with the C defaults (pk_kv_append_args_default()).
+  type, bind(c), public :: pk_kv_append_args
+    type(pk_kv_cache) :: cache
+    type(pk_tensor) :: k_new, v_new      ! [batch, new_tokens, heads_kv, head_dim]
+    type(c_ptr) :: error = c_null_ptr
+  end type pk_kv_append_args
+
   public :: pk_stream_create_host, pk_stream_create_cuda, pk_stream_create_hip, pk_stream_default
   public :: pk_stream_destroy, pk_stream_synchronize, pk_stream_describe
   public :: pk_malloc, pk_free, pk_memcpy_h2d, pk_memcpy_d2h, pk_memcpy_d2d, pk_memcpy_async
   public :: pk_reduce
-  public :: pk_softmax, pk_attention_forward
+  public :: pk_softmax, pk_attention_forward, pk_attention_decode, pk_kv_cache_append
   public :: pk_tensor_scalar, pk_tensor_1d, pk_tensor_contiguous
   public :: pk_last_error, pk_status_name
 
@@ -203,6 +237,18 @@ module pk
       import :: c_int, c_ptr, pk_attention_args
       type(c_ptr), value :: stream
       type(pk_attention_args), intent(in) :: args
+    end function
+
+    integer(c_int) function pk_attention_decode(stream, args) bind(c, name="pk_attention_decode")
+      import :: c_int, c_ptr, pk_decode_args
+      type(c_ptr), value :: stream
+      type(pk_decode_args), intent(in) :: args
+    end function
+
+    integer(c_int) function pk_kv_cache_append(stream, args) bind(c, name="pk_kv_cache_append")
+      import :: c_int, c_ptr, pk_kv_append_args
+      type(c_ptr), value :: stream
+      type(pk_kv_append_args), intent(in) :: args
     end function
 
     type(c_ptr) function pk_last_error_message_c() bind(c, name="pk_last_error_message")

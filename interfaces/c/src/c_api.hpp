@@ -1,6 +1,6 @@
 // Internal to the C API: the boundary guard, the stream handle, descriptor checks. Each kernel family
-// is wrapped in its own translation unit (c_reduce.cpp, c_attention.cpp), which includes only that
-// family's C++ header.
+// is wrapped in its own translation units (c_reduce.cpp; c_attention.cpp and c_decode.cpp, which share
+// c_attention_common.hpp), which include only that family's C++ headers.
 #pragma once
 #include <pk/pk.h>
 #include <pk/runtime.hpp>
@@ -91,6 +91,8 @@ inline const char* dtype_name(std::int32_t d) noexcept {
     case PK_DTYPE_I64: return "i64";
     case PK_DTYPE_I8: return "i8";
     case PK_DTYPE_U8: return "u8";
+    case PK_DTYPE_F8E4M3FN: return "f8e4m3fn";
+    case PK_DTYPE_F8E4M3FNUZ: return "f8e4m3fnuz";
     default: return nullptr;
   }
 }

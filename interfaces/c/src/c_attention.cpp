@@ -1,26 +1,14 @@
 // The C API's attention forward over pk/attention/attention.hpp.
-#include "c_api.hpp"
+#include "c_attention_common.hpp"
 
 #include <pk/attention/attention.hpp>
 
-#include <array>
 #include <string>
 
 using namespace pk::capi;
 using pk::status;
 
 namespace {
-
-struct dtype_entry {
-  std::int32_t c;
-  pk::dtype cpp;
-};
-//! The attention family's dtypes (the C++ API decides which of them have kernels).
-constexpr std::array dtype_table{
-    dtype_entry{PK_DTYPE_BF16, pk::dtype::bf16},
-    dtype_entry{PK_DTYPE_F16, pk::dtype::f16},
-    dtype_entry{PK_DTYPE_F32, pk::dtype::f32},
-};
 
 //! A C descriptor as a pk::tensor_view of the same rank: pk::attention_forward applies one rule to
 //! both APIs (rank 4 [batch, seqlen, heads, head_dim], or rank 3 [tokens, heads, head_dim] as batch 1).
@@ -30,20 +18,7 @@ status to_view(const std::string& where, const pk_tensor* t, pk::tensor_view& v)
   if (t->rank != 4 && t->rank != 3)
     return pk::invalid_argument(where + ": rank " + std::to_string(t->rank) +
                                 " must be 4 ([batch, seqlen, heads, head_dim]) or 3 ([tokens, heads, head_dim], batch 1)");
-  bool known = false;
-  for (const dtype_entry& e : dtype_table)
-    if (e.c == t->dtype) {
-      v.type = e.cpp;
-      known = true;
-    }
-  if (!known) return pk::unsupported(where + ": dtype " + dtype_name(t->dtype) + " is not a dtype of the attention family");
-  v.data = t->data;
-  v.rank = t->rank;
-  for (std::int32_t k = 0; k < t->rank; ++k) {
-    v.shape[k] = t->shape[k];
-    v.stride[k] = t->strides[k];
-  }
-  return {};
+  return to_attention_view(where, *t, v);
 }
 
 status forward(pk_stream_t stream, const pk_attention_args* a) {

@@ -45,7 +45,10 @@ status to_cpp(const std::string& where, std::int32_t d, red::dtype& out) {
       return {};
     }
   const char* name = dtype_name(d);
-  return pk::unsupported(where + ": dtype " + (name ? name : std::to_string(d)) + " is not a dtype of the reduction family");
+  // FP8 (e4m3fn, e4m3fnuz) is a KV-cache storage format only: no reduction or row operation takes it.
+  const bool fp8 = d == PK_DTYPE_F8E4M3FN || d == PK_DTYPE_F8E4M3FNUZ;
+  return pk::unsupported(where + ": dtype " + (name ? name : std::to_string(d)) + " is not a dtype of the reduction family" +
+                         (fp8 ? " (FP8 is a KV-cache storage format: pk_attention_decode, pk_kv_cache_append)" : ""));
 }
 
 status to_cpp(const std::string& api, pk_reduce_op op, const op_entry*& out) {
@@ -107,10 +110,10 @@ status reduce(const std::string& api, pk_stream_t stream, pk_reduce_op op, const
   PK_TRY(check_tensor(api + ": in", in));
   PK_TRY(check_tensor(api + ": out", out));
   PK_TRY(check_contiguous(api + ": in", *in));
-  PK_TRY(check_single(api + ": out", *out));
-  PK_TRY(check_dtype(api + ": out", *out, result_dtype(*o, *in)));
   red::dtype type{};
   PK_TRY(to_cpp(api + ": in", in->dtype, type));
+  PK_TRY(check_single(api + ": out", *out));
+  PK_TRY(check_dtype(api + ": out", *out, result_dtype(*o, *in)));
   const std::int64_t n = element_count(*in);
   if (in->data == nullptr && n > 0) return pk::invalid_argument(api + ": in: data: must not be null when the tensor is not empty");
   return pk::reduce(*s, o->cpp, type, in->data, n, out->data, to_cpp(opt));
@@ -125,9 +128,9 @@ status reduce_axis(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, std
   PK_TRY(to_cpp(api, op, o));
   PK_TRY(check_tensor(api + ": in", in));
   PK_TRY(check_tensor(api + ": out", out));
-  PK_TRY(check_dtype(api + ": out", *out, result_dtype(*o, *in)));
   pk::tensor_view vin, vout;
   PK_TRY(to_view(api + ": in", *in, vin));
+  PK_TRY(check_dtype(api + ": out", *out, result_dtype(*o, *in)));
   PK_TRY(to_view(api + ": out", *out, vout));
   return pk::reduce_axis(*s, o->cpp, vin, axis, vout, to_cpp(opt));
 }
@@ -142,6 +145,8 @@ status segmented(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const
   PK_TRY(check_tensor(api + ": in", in));
   if (in->rank != 1) return pk::invalid_argument(api + ": in: rank = " + std::to_string(in->rank) + ": must be 1");
   PK_TRY(check_contiguous(api + ": in", *in));
+  red::dtype type{};
+  PK_TRY(to_cpp(api + ": in", in->dtype, type));
   PK_TRY(check_tensor(api + ": out", out));
   if (out->rank != 1) return pk::invalid_argument(api + ": out: rank = " + std::to_string(out->rank) + ": must be 1");
   const std::int64_t segments = out->shape[0];
@@ -149,8 +154,6 @@ status segmented(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const
     return pk::invalid_argument(api + ": out: segments = " + std::to_string(segments) + ": must be < 2^63 - 1");
   PK_TRY(check_vector(api + ": out", out, result_dtype(*o, *in), segments, "segments"));
   PK_TRY(check_vector(api + ": offsets", offsets, PK_DTYPE_I64, segments + 1, "segments + 1"));
-  red::dtype type{};
-  PK_TRY(to_cpp(api + ": in", in->dtype, type));
   return pk::segmented_reduce(*s, o->cpp, type, in->data, segments, static_cast<const std::int64_t*>(offsets->data),
                               out->data, to_cpp(opt));
 }
@@ -161,13 +164,13 @@ status mean_var(pk_stream_t stream, const pk_tensor* in, const pk_tensor* mean, 
   PK_TRY(get_stream(api, stream, s));
   PK_TRY(check_tensor(api + ": in", in));
   PK_TRY(check_contiguous(api + ": in", *in));
+  red::dtype type{};
+  PK_TRY(to_cpp(api + ": in", in->dtype, type));
   for (const auto& [name, t] : {std::pair{": mean", mean}, std::pair{": var", var}}) {
     PK_TRY(check_tensor(api + name, t));
     PK_TRY(check_single(api + name, *t));
     PK_TRY(check_dtype(api + name, *t, accumulator_dtype(*in)));
   }
-  red::dtype type{};
-  PK_TRY(to_cpp(api + ": in", in->dtype, type));
   const std::int64_t n = element_count(*in);
   if (in->data == nullptr && n > 0) return pk::invalid_argument(api + ": in: data: must not be null when the tensor is not empty");
   return pk::reduce_mean_var(*s, type, in->data, n, mean->data, var->data, correction);

@@ -1,6 +1,6 @@
 // The C API (pk/pk.h): status strings, descriptors, streams and memory. The kernel families are
-// wrapped in c_reduce.cpp and c_attention.cpp. Every entry point goes through capi::guarded: nothing
-// thrown crosses the C boundary.
+// wrapped in c_reduce.cpp, c_attention.cpp and c_decode.cpp. Every entry point goes through
+// capi::guarded: nothing thrown crosses the C boundary.
 #include "c_api.hpp"
 
 #include <pk/config.hpp>
@@ -75,7 +75,9 @@ size_t pk_dtype_size(pk_dtype dtype) {
     case PK_DTYPE_I32: return sizeof(std::int32_t);
     case PK_DTYPE_I64: return sizeof(std::int64_t);
     case PK_DTYPE_I8: return sizeof(std::int8_t);
-    case PK_DTYPE_U8: return sizeof(std::uint8_t);
+    case PK_DTYPE_U8:
+    case PK_DTYPE_F8E4M3FN:
+    case PK_DTYPE_F8E4M3FNUZ: return sizeof(std::uint8_t);
   }
   return 0;
 }

@@ -416,6 +416,20 @@ static void check_bad_calls(void) {
   EXPECT_ERROR(pk_attention_forward(s, &a), PK_ERROR_UNSUPPORTED, "f64");
   EXPECT_ERROR(pk_attention_forward(NULL, &a), PK_ERROR_INVALID_ARGUMENT, "stream");
 
+  /* Decode over a KV cache and the append; FP8 is a KV-cache format only. */
+  EXPECT_ERROR(pk_attention_decode(s, NULL), PK_ERROR_INVALID_ARGUMENT, "args");
+  pk_decode_args dec = pk_decode_args_default();
+  CHECK(dec.window_left == -1 && dec.window_right == -1 && dec.num_splits == 0 && dec.cache.block_table.data == NULL);
+  EXPECT_ERROR(pk_attention_decode(s, &dec), PK_ERROR_INVALID_ARGUMENT, "q: rank 0 must be 4");
+  pk_kv_append_args app = pk_kv_append_args_default();
+  EXPECT_ERROR(pk_kv_cache_append(s, &app), PK_ERROR_INVALID_ARGUMENT, "cache.k: rank 0 must be 4");
+  t = in;
+  t.dtype = PK_DTYPE_F8E4M3FN;
+  o = out;
+  o.dtype = PK_DTYPE_F8E4M3FN;
+  EXPECT_ERROR(pk_reduce_sum(s, &t, &o), PK_ERROR_UNSUPPORTED, "f8e4m3fn is not a dtype of the reduction family");
+  CHECK(pk_dtype_size(PK_DTYPE_F8E4M3FN) == 1 && pk_dtype_size(PK_DTYPE_F8E4M3FNUZ) == 1);
+
   /* The message buffer helpers. */
   EXPECT_ERROR(pk_reduce_sum(s, NULL, &out), PK_ERROR_INVALID_ARGUMENT, "in");
   const size_t full = strlen(pk_last_error_message());

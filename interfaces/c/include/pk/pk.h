@@ -66,7 +66,9 @@ typedef enum pk_dtype {
   PK_DTYPE_I32 = 4,
   PK_DTYPE_I64 = 5,
   PK_DTYPE_I8 = 6,
-  PK_DTYPE_U8 = 7
+  PK_DTYPE_U8 = 7,
+  PK_DTYPE_F8E4M3FN = 8,  /* FP8 e4m3, OCP (NVIDIA, gfx950): bias 7, max 448; KV caches only */
+  PK_DTYPE_F8E4M3FNUZ = 9 /* FP8 e4m3 fnuz (gfx942): bias 8, max 240, NaN 0x80; KV caches only */
 } pk_dtype;
 
 /* Highest tensor rank a descriptor holds. */
@@ -238,6 +240,78 @@ typedef struct pk_attention_args {
 /* Everything null/zero except window_left = window_right = -1. */
 pk_attention_args pk_attention_args_default(void);
 pk_status pk_attention_forward(pk_stream_t stream, const pk_attention_args* args);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Attention over a KV cache: decode, speculative decoding, chunked appends (C++: pk/attention/decode.hpp,
+ * whose argument rules are these).
+ *  - q, out: [batch, seqlen_q, heads_q, head_dim], rank 4, seqlen_q 1..16; the last dimension contiguous,
+ *    the others non-negative multiples of 8 elements, data 16-byte aligned; dtypes bf16 or f16 (out has q's
+ *    dtype); head_dim 64, 128 or 256; out's elements distinct.
+ *  - The cache, paged: k and v [num_pages, page_size, heads_kv, head_dim] (rank 4) with block_table
+ *    [batch, max_pages_per_seq] (PK_DTYPE_I32, rank 2, device memory, any row stride, strides[1] == 1):
+ *    token t of sequence b is row t % page_size of page block_table[b][t / page_size]. page_size a power
+ *    of two from 1 to 256 (others: PK_ERROR_UNSUPPORTED). Contiguous (block_table.data NULL; the rest of
+ *    the block_table descriptor is then ignored): k and v [batch, capacity, heads_kv, head_dim]. Strides
+ *    as for q; heads_kv divides heads_q (grouped-query attention).
+ *  - seqlens (device int32 [batch], not NULL): tokens in the cache for each sequence, the new ones included; 0 <=
+ *    seqlens[b] <= the capacity (max_pages_per_seq * page_size, or capacity). The query tokens are the
+ *    last seqlen_q positions of the sequence: masks are bottom-right aligned (diag = seqlens[b] -
+ *    seqlen_q), as for pk_attention_forward: query i sees cache position j iff i + diag - window_left <=
+ *    j <= i + diag + window_right (causal: window_right = 0; -1: no bound). A sequence with seqlens[b] = 0
+ *    gives output 0, LSE -inf.
+ *  - KV dtypes: q's dtype, or FP8 e4m3 in either variant (PK_DTYPE_F8E4M3FN: OCP, NVIDIA and gfx950
+ *    hardware; PK_DTYPE_F8E4M3FNUZ: gfx942 hardware): the cache's dtype says which one it holds and it is
+ *    never read as the other. FP8 caches take per-KV-head fp32 scales k_scale/v_scale (device [heads_kv];
+ *    NULL: 1.0; NULL for 16-bit caches): the real value is code * scale. q and out are never FP8.
+ *  - Validation of the block table and seqlens contents: on the emulator (where device memory is host
+ *    memory) they are checked and bad entries give PK_ERROR_INVALID_ARGUMENT before anything is written.
+ *    On a GPU they are the caller's precondition; the kernels still never read or write out of bounds: a
+ *    page index outside [0, num_pages) or a length past the capacity makes the affected output rows NaN
+ *    (decode) or writes nothing (append), and sets *error (if not NULL) to 1.
+ *  - Splits: num_splits 0 lets the planner cut each sequence's keys into splits (FlashDecoding) so that
+ *    batch x heads_kv x splits blocks fill the device; 1..128 forces a count. The partial results are
+ *    merged by a second kernel (workspace: the stream's scratch or pk::set_workspace_allocator). */
+typedef struct pk_kv_cache {
+  pk_tensor k, v;               /* paged [num_pages, page_size, heads_kv, head_dim];
+                                   contiguous [batch, capacity, heads_kv, head_dim] */
+  pk_tensor block_table;        /* PK_DTYPE_I32 [batch, max_pages_per_seq]; data NULL: contiguous cache */
+  const int32_t* seqlens;       /* device int32 [batch]: tokens in the cache (decode: the new ones included) */
+  const float* k_scale;         /* FP8 caches only: fp32 [heads_kv] dequantization scales (NULL: 1.0) */
+  const float* v_scale;
+} pk_kv_cache;
+
+typedef struct pk_decode_args {
+  pk_tensor q;                  /* [batch, seqlen_q, heads_q, head_dim], seqlen_q 1..16 */
+  pk_tensor out;                /* like q (written) */
+  pk_kv_cache cache;
+  float* lse;                   /* optional fp32 [batch, heads_q, seqlen_q], contiguous */
+  float softmax_scale;          /* 0: 1/sqrt(head_dim) */
+  int32_t causal;               /* non-zero: causal among the new tokens, bottom-right aligned */
+  int32_t window_left;          /* sliding window; -1: unbounded */
+  int32_t window_right;         /* -1: unbounded */
+  int32_t num_splits;           /* 0: the planner's; else 1..128 */
+  int32_t* error;               /* optional device int32: set to 1 when the GPU finds a bad slot (see above) */
+  const char* policy;           /* NULL: the plan's choice; else the name of a compiled decode candidate */
+} pk_decode_args;
+/* Everything null/zero (a contiguous cache, no LSE, the planner's splits) except window_left =
+ * window_right = -1. */
+pk_decode_args pk_decode_args_default(void);
+pk_status pk_attention_decode(pk_stream_t stream, const pk_decode_args* args);
+
+/* Writes k_new/v_new into the cache: new token t of sequence b goes to position cache.seqlens[b] + t
+ * (seqlens: the tokens already in the cache; pk does not update them: decode afterwards with seqlens +
+ * new_tokens). k_new, v_new: [batch, new_tokens, heads_kv, head_dim], rank 4, of the cache's dtype, or
+ * bf16/f16 for FP8 caches (quantized with 1/scale, round to nearest even, saturating at the format's
+ * largest finite value). A slot out of range (page index outside [0, num_pages), a position past the
+ * capacity) is PK_ERROR_INVALID_ARGUMENT on the emulator; on a GPU nothing is written and *error is set. */
+typedef struct pk_kv_append_args {
+  pk_kv_cache cache;
+  pk_tensor k_new, v_new;       /* [batch, new_tokens, heads_kv, head_dim] */
+  int32_t* error;               /* optional device int32: 1 when a slot is out of range (nothing written) */
+} pk_kv_append_args;
+/* Everything null/zero (a contiguous cache). */
+pk_kv_append_args pk_kv_append_args_default(void);
+pk_status pk_kv_cache_append(pk_stream_t stream, const pk_kv_append_args* args);
 
 #ifdef __cplusplus
 } /* extern "C" */
