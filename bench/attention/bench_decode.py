@@ -109,6 +109,8 @@ class Shim:
                 ptr(cache["k_scale"]), ptr(cache["v_scale"])]
 
     def decode_fn(self, q, out, cache, num_splits=0, lse=None, error=None, policy=None):
+        if policy is None and FORCED_POLICY:  # --policy: one candidate (by its name's tail) for every row
+            policy = f"attn_decode_bf16_d{q.shape[3]}_{FORCED_POLICY}"
         """A no-argument callable running pk::attention_decode (arguments marshalled once, outside the timing)."""
         stream, ordinal = self._stream()
         keep = [self._i64(q.shape), self._i64(q.stride()), self._i64(out.stride())]
@@ -226,6 +228,9 @@ def reference(q, kc, vc, idx, kv, scales):
         outs.append(torch.einsum("hgc,hcd->hgd", torch.softmax(s, dim=-1), v).reshape(hq, d))
         del k, v, s
     return torch.stack(outs), torch.stack(lses)
+
+
+FORCED_POLICY = None  # set by --policy
 
 
 def spot_idx(b):
@@ -516,8 +521,12 @@ def main():
     ap.add_argument("--gqa", default="32/8,8/1", help="query/KV heads")
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
+    ap.add_argument("--policy", default=None,
+                    help="run this decode candidate instead of the plan's, by its name's tail (e.g. b16x64_t128)")
     ap.add_argument("--max-kv-gb", type=float, default=40.0, help="largest bf16 K+V of a row, GB (1e9 bytes)")
     args = ap.parse_args()
+    global FORCED_POLICY
+    FORCED_POLICY = args.policy
     if args.pages is None:
         args.pages = "16" if args.quick or args.sweep_splits else "16,64,256,1"
     args.pages = [int(x) for x in args.pages.split(",")]

@@ -16,11 +16,11 @@ if [[ $steps == *" tests "* ]]; then
 fi
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ $steps == *" memcheck "* ]]; then
-  $cs --tool memcheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda:*CausalUnequal*/cuda:*Windows*/cuda:*EveryCandidate*/cuda:*Grouped*/cuda' --gtest_brief=1 > $out/memcheck.log 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/memcheck.log | tail -3
+  $cs --tool memcheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda:*CausalUnequal*/cuda:*Windows*/cuda:*EveryCandidate*/cuda:*Grouped*/cuda:*AttentionDecode*/cuda' --gtest_brief=1 > $out/memcheck.log 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/memcheck.log | tail -3
 fi
 if [[ $steps == *" racecheck "* ]]; then
-  $cs --tool racecheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda:*EveryCandidate*/cuda' --gtest_brief=1 > $out/racecheck.log 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard|PASSED|FAILED" $out/racecheck.log | tail -3
-  $cs --tool synccheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryCandidate*/cuda' --gtest_brief=1 > $out/synccheck.log 2>&1; echo "synccheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/synccheck.log | tail -3
+  $cs --tool racecheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryHead*/cuda:*EveryCandidate*/cuda:*AttentionDecode*/cuda' --gtest_brief=1 > $out/racecheck.log 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard|PASSED|FAILED" $out/racecheck.log | tail -3
+  $cs --tool synccheck --error-exitcode 17 $T --gtest_filter='*Variable*/cuda:*NonContig*/cuda:*EveryCandidate*/cuda:*AttentionDecode*/cuda' --gtest_brief=1 > $out/synccheck.log 2>&1; echo "synccheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $out/synccheck.log | tail -3
 fi
 if [[ $steps == *" bench "* ]]; then
   # The autotuned Triton anchor: ../shared/anchors/triton_attn.py, copied into the git-ignored .anchors/

@@ -1,10 +1,14 @@
 // `pk plan|run|tune|candidates attention`: attention forward (pk::attention_forward) on contiguous
 // [batch, seqlen, heads, head_dim] tensors; `tune` runs each candidate by name (attention_args::policy).
+// With --context, the problem is decode over a KV cache (pk::attention_decode): `pk plan` shows the policy,
+// the split count and the GQA packing; run/tune of decode problems are bench/attention/bench_decode.py's.
 #include "family.hpp"
 
 #if __has_include(<pk/attention/attention.hpp>)
 #include <pk/attention/attention.hpp>
 #include <pk/attention/attention_policy.hpp>
+#include <pk/attention/decode.hpp>
+#include <pk/attention/decode_policy.hpp>
 #include <pk/portable/numeric.hpp>
 
 #include "../../kernels/attention/reference/attention_reference.hpp"
@@ -51,6 +55,9 @@ class attention_family final : public family {
     cmd.add_flag("--causal", pb_.causal, "causal mask (bottom-right aligned)");
     cmd.add_option("--window-left", pb_.window_left, "sliding window, keys before the diagonal (-1: none)");
     cmd.add_option("--window-right", pb_.window_right, "sliding window, keys after the diagonal (-1: none)");
+    cmd.add_option("--context", context_, "decode over a KV cache of this many tokens per sequence (seqlen_q 1..16)");
+    cmd.add_option("--page-size", page_size_, "decode: tokens per page of a paged cache (0: contiguous)")->capture_default_str();
+    cmd.add_option("--kv-dtype", kv_dtype_, "decode: cache dtype (the queries', f8e4m3fn, f8e4m3fnuz)");
   }
 
   status validate() override {
@@ -66,24 +73,57 @@ class attention_family final : public family {
     if (pb_.heads_q % pb_.heads_kv != 0)
       return invalid_argument("--heads " + std::to_string(pb_.heads_q) + ": must be a multiple of --heads-kv " +
                               std::to_string(pb_.heads_kv));
+    if (context_ > 0) {
+      if (pb_.seqlen_q > max_decode_seqlen_q)
+        return invalid_argument("--seqlen-q " + std::to_string(pb_.seqlen_q) + ": decode takes 1.." + std::to_string(max_decode_seqlen_q));
+      dpb_.type = pb_.type;
+      dpb_.kv_type = kv_dtype_.empty() || kv_dtype_ == dtype_ ? pb_.type
+                     : kv_dtype_ == "f8e4m3fn"                 ? dtype::f8e4m3fn
+                     : kv_dtype_ == "f8e4m3fnuz"               ? dtype::f8e4m3fnuz
+                                                               : dtype::i8;
+      if (dpb_.kv_type == dtype::i8) return unsupported("--kv-dtype " + kv_dtype_ + ": the queries' dtype, f8e4m3fn or f8e4m3fnuz");
+      dpb_.batch = pb_.batch;
+      dpb_.heads_q = pb_.heads_q;
+      dpb_.heads_kv = pb_.heads_kv;
+      dpb_.head_dim = pb_.head_dim;
+      dpb_.seqlen_q = static_cast<int>(pb_.seqlen_q);
+      dpb_.context = context_;
+      dpb_.page_size = page_size_;
+      dpb_.causal = pb_.causal;
+      dpb_.window_left = pb_.window_left;
+      dpb_.window_right = pb_.causal ? 0 : pb_.window_right;
+    }
     return {};
   }
 
   [[nodiscard]] std::string problem_text() const override {
     return "dtype=" + dtype_ + " batch=" + std::to_string(pb_.batch) + " heads=" + std::to_string(pb_.heads_q) + "/" +
            std::to_string(pb_.heads_kv) + " d=" + std::to_string(pb_.head_dim) + " seqlen_q=" + std::to_string(pb_.seqlen_q) +
-           " seqlen_k=" + std::to_string(pb_.seqlen_k) + (pb_.causal ? " causal" : "");
+           (context_ > 0 ? " decode context=" + std::to_string(context_) + " page_size=" + std::to_string(page_size_) +
+                               " kv_dtype=" + to_string(dpb_.kv_type)
+                         : " seqlen_k=" + std::to_string(pb_.seqlen_k)) +
+           (pb_.causal ? " causal" : "");
   }
   [[nodiscard]] nlohmann::json problem_json() const override {
     return {{"dtype", dtype_},           {"batch", pb_.batch},       {"heads_q", pb_.heads_q},
             {"heads_kv", pb_.heads_kv},  {"head_dim", pb_.head_dim}, {"seqlen_q", pb_.seqlen_q},
             {"seqlen_k", pb_.seqlen_k},  {"causal", pb_.causal},     {"window_left", pb_.window_left},
-            {"window_right", pb_.window_right}};
+            {"window_right", pb_.window_right}, {"decode_context", context_}, {"page_size", page_size_},
+            {"kv_dtype", context_ > 0 ? to_string(dpb_.kv_type) : dtype_}};
   }
 
   void use_code(pk::target t) override { pb_.ws_compiled = attention::ws_compiled(t); }
-  [[nodiscard]] archdb::plan plan(const archdb::device_desc& d) const override { return plan_attention(d, pb_); }
+  [[nodiscard]] archdb::plan plan(const archdb::device_desc& d) const override {
+    if (context_ == 0) return plan_attention(d, pb_);
+    const attention::decode_plan dp = attention::plan_decode(d, dpb_);
+    archdb::plan p = dp.choice;
+    p.why = "decode over a KV cache: " + std::to_string(dp.splits) + " split" + (dp.splits > 1 ? "s" : "") + " per sequence, " +
+            std::to_string(dp.rows) + " packed query rows per KV head in " + std::to_string(dp.m_blocks) + " block" +
+            (dp.m_blocks > 1 ? "s" : "") + "; " + p.why;
+    return p;
+  }
   [[nodiscard]] archdb::tuning_key tuning_key(const archdb::device_desc& d) const override {
+    if (context_ > 0) return archdb::tuning_key_of(d, "attention_decode", plan(d), "decode_d" + std::to_string(pb_.head_dim));
     return archdb::tuning_key_of(d, "attention", plan(d), "d" + std::to_string(pb_.head_dim));
   }
 
@@ -123,10 +163,35 @@ class attention_family final : public family {
           out.push_back(std::move(e));
         }
       }
+    // Decode: attn_decode_kernel<T, D, BM, BN, Threads> (attention_decode.hpp), planned with a 16-bit cache
+    // (the larger shared-memory footprint of the two cache formats).
+    for (const auto& t : attn_dtypes)
+      for (const int hd : attention::decode_head_dims) {
+        attention::decode_problem pr;
+        pr.type = pr.kv_type = t.type;
+        pr.head_dim = hd;
+        const archdb::plan p = attention::plan_decode(*dev, pr).choice;
+        const auto pols = attention::decode_candidates(fam);
+        for (std::size_t i = 0; i < p.all.size() && i < pols.size(); ++i) {
+          const auto& pol = pols[i];
+          manifest_entry e;
+          e.family = "attention";
+          e.candidate = p.all[i].name;
+          e.instance = p.all[i].name;
+          e.symbol = std::string("attn_decode_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
+                     std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
+                     std::to_string(pol.block_threads) + "E";
+          e.planned = p.all[i].res;
+          out.push_back(std::move(e));
+        }
+      }
     return out;
   }
 
   status prepare(const stream& s, std::uint64_t seed) override {
+    if (context_ > 0)
+      return unsupported("attention --context: pk run/tune measure the forward pass; decode is measured by "
+                         "bench/attention/bench_decode.py (its --sweep-splits mode checks the planned split count)");
     const std::int64_t nq = std::int64_t{pb_.batch} * pb_.seqlen_q * pb_.heads_q * pb_.head_dim;
     const std::int64_t nk = std::int64_t{pb_.batch} * pb_.seqlen_k * pb_.heads_kv * pb_.head_dim;
     std::uint64_t st = seed;
@@ -241,6 +306,10 @@ class attention_family final : public family {
   int heads_kv_ = 0;
   std::int64_t seqlen_k_ = 0;
   attention::attention_problem pb_{dtype::bf16, 1, 4, 4, 64, 256, 256, false, -1, -1};
+  std::int64_t context_ = 0;  // > 0: a decode problem
+  int page_size_ = 0;
+  std::string kv_dtype_;
+  attention::decode_problem dpb_;
   const attn_dtype* dt_ = nullptr;
   std::vector<float> q_, k_, v_;
   device_buffer<std::uint16_t> dq_, dk_, dv_, dout_;

@@ -65,6 +65,7 @@ status decode(pk_stream_t stream, const pk_decode_args* a) {
   args.window_left = a->window_left;
   args.window_right = a->window_right;
   args.num_splits = a->num_splits;
+  args.max_seqlen_k = a->max_seqlen_k;
   args.error = a->error;
   args.policy = a->policy;
   return pk::attention_decode(*s, args);
@@ -99,6 +100,7 @@ pk_decode_args pk_decode_args_default(void) {
   a.window_left = d.window_left;
   a.window_right = d.window_right;
   a.num_splits = d.num_splits;
+  a.max_seqlen_k = d.max_seqlen_k;
   a.error = d.error;
   a.policy = d.policy;
   return a;

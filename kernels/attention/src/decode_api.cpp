@@ -25,19 +25,23 @@ namespace {
 
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Latency of a K/V tile load from device memory under load: the forward planner's figure (attention_api.cpp,
-// microbenchmarks of A100/H100: 0.6-1 us at high occupancy). With two stages one tile is in flight per block
-// while the other is computed, so a block streams at most a tile per latency.
-constexpr double load_latency_us = 1.0;
-// A dependent second kernel (the split combine) in the same stream: launch and ramp, measured with events
-// for small kernels on the H200 at 2-3 us (bench/results/reduction-h200-2026-11-30.md: sums of n <= 2^20 take
-// 8-11 us for two kernels).
+// One block streams its keys a tile at a time (two stages: one tile in flight while the other is computed).
+// Measured on the H200 with one block per sequence and KV head (bench/results/decode-h200-2026-11-30.md, split
+// sweep, s = 1, page 16): a 32 KB tile (64 keys, head_dim 128, bf16) every 1.42 us, a 64 KB tile every 2.0 us:
+// a fixed 0.83 us (latency, barriers, the tile's products) plus 55 KB per us.
+constexpr double tile_fixed_us = 0.83;
+constexpr double block_stream_bytes_per_us = 55e3;
+// The most decode streams: 0.75 of the database's peak, the best pk measured on the H200 (3.5 TB/s of 4.8,
+// 32/8 heads, batch 64, context 4k, page 16; the device-to-device copy reached 4.2, read + write).
+constexpr double achievable_bw_share = 0.75;
+// A dependent second kernel (the split combine) in the same stream: launch and ramp, 2 us (event-timed small
+// kernels on the H200), plus each split's partials (read 8 splits at a time per thread: about 0.1 us each).
 constexpr double combine_launch_us = 2.0;
-// Integer operations per FP8 code for the shuffle into 16-bit (attention_decode.hpp: about 2 per code for
-// fp16, plus the conversion through fp32 for bf16), issued at one per lane and clock; mean clock as the
-// forward planner assumes (1.7 GHz).
-constexpr double fp8_ops_per_code_f16 = 2.0, fp8_ops_per_code_bf16 = 4.0;
-constexpr double assumed_clock_ghz = 1.7;
+constexpr double combine_us_per_split = 0.1;
+// FP8 caches: turning the codes into 16-bit values takes the SM's issue slots. Measured on the H200 (same
+// sweep, FP8 rows): a 64-key tile every 4.9 us with about 2.2 blocks per SM, about 0.13 ns per code and block
+// when blocks share an SM.
+constexpr double fp8_convert_ns_per_code = 0.13;
 
 struct split_choice {
   int splits = 1;
@@ -57,13 +61,10 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
   const std::int64_t tiles = std::max<std::int64_t>(1, ceil_div(pr.context, pol.block_n));
   const int kvb = size_of(pr.kv_type);
   const double tile_bytes = 2.0 * pol.block_n * pr.head_dim * kvb;
-  const double bw = d.mem_bw_gbps * 1e3;  // bytes per us
+  const double bw = d.mem_bw_gbps * 1e3 * achievable_bw_share;  // bytes per us
   const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t{std::max(1, occ.blocks_per_sm)} * d.occupancy_units());
-  const bool fp8 = kvb == 1;
-  const double conv_us = fp8 ? 2.0 * pol.block_n * pr.head_dim *
-                                   (pr.type == dtype::f16 ? fp8_ops_per_code_f16 : fp8_ops_per_code_bf16) /
-                                   (double(pol.block_threads) * assumed_clock_ghz * 1e3)
-                             : 0.0;
+  const double period = tile_fixed_us + tile_bytes / block_stream_bytes_per_us;  // one block alone
+  const double conv_us = kvb == 1 ? 2.0 * pol.block_n * pr.head_dim * fp8_convert_ns_per_code * 1e-3 : 0.0;
   const double rows_total = double(pr.batch) * pr.heads_q * pr.seqlen_q;
   std::vector<split_choice> all;
   const int max_s = static_cast<int>(std::min<std::int64_t>(pr.num_splits > 0 ? pr.num_splits : max_decode_splits, tiles));
@@ -72,13 +73,21 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     c.splits = s;
     c.blocks = base_blocks * s;
     c.waves = archdb::waves(d, c.blocks, occ);
-    const std::int64_t concurrent = std::min(c.blocks, slots);
-    const double rate = std::min(tile_bytes / load_latency_us, bw / double(concurrent));
-    // Blocks sharing an SM share its issue slots for the conversion.
-    const double blocks_per_unit = double(concurrent) / std::max(1, d.occupancy_units());
-    c.tile_us = std::max(tile_bytes / rate, conv_us * std::max(1.0, blocks_per_unit));
-    c.us = double(c.waves) * (double(ceil_div(tiles, s)) * c.tile_us + load_latency_us);
-    if (s > 1) c.us += combine_launch_us + rows_total * pr.head_dim * 4.0 * (s + 1) / bw;
+    const std::int64_t per_block_tiles = ceil_div(tiles, s);
+    const double block_bytes = double(per_block_tiles) * tile_bytes;
+    // Wave by wave: the wave's bytes at the achievable bandwidth, and its blocks each streaming a tile at a
+    // time (a partial last wave is latency-bound), or converting FP8 with the blocks sharing an SM. The two
+    // bounds combine as a 2-norm, not a max: near the crossover, loaded memory stretches every block's tile
+    // period (split sweep on the H200: the best count put 1.5-2 blocks per SM, where a max would stop at one).
+    c.us = 0;
+    for (std::int64_t left = c.blocks; left > 0; left -= slots) {
+      const std::int64_t in_wave = std::min(left, slots);
+      const double per_unit = std::max(1.0, double(in_wave) / std::max(1, d.occupancy_units()));
+      c.tile_us = std::max(period, conv_us * per_unit);
+      c.us += std::hypot(double(in_wave) * block_bytes / bw, double(per_block_tiles) * c.tile_us);
+    }
+    c.us += period;  // the first tile's wait
+    if (s > 1) c.us += combine_launch_us + combine_us_per_split * s + rows_total * pr.head_dim * 4.0 * (s + 1) / bw;
     all.push_back(c);
     if (pr.num_splits > 0) break;
   }
@@ -131,8 +140,8 @@ decode_plan plan_decode(const archdb::device_desc& device, const decode_problem&
         << int(100.0 * double(out.rows) / double(m_blocks * p.block_m)) << "% of the MMA rows used); " << s.splits
         << " split" << (s.splits > 1 ? "s" : "") << " of " << ceil_div(std::max<std::int64_t>(1, pr.context), p.block_n * std::int64_t{s.splits}) * p.block_n
         << " keys -> " << s.blocks << " blocks in " << s.waves << " wave" << (s.waves > 1 ? "s" : "") << " ("
-        << occ.blocks_per_sm << "/SM); per tile " << s.tile_us << " us (one " << p.block_n << "-key K/V tile in flight per block, "
-        << load_latency_us << " us latency, or the memory bandwidth shared by the resident blocks"
+        << occ.blocks_per_sm << "/SM); per tile " << s.tile_us << " us (one " << p.block_n << "-key K/V tile in flight per block: "
+        << tile_fixed_us << " us + its bytes at " << block_stream_bytes_per_us / 1e3 << " GB/s, or the achievable bandwidth shared by the resident blocks"
         << (fp8 ? ", or the FP8 conversion" : "") << ")" << (s.splits > 1 ? " + the split combine" : "");
     return archdb::cost_estimate{s.us, why.str()};
   });

@@ -23,7 +23,7 @@ constexpr std::int64_t max_byte_offset = PTRDIFF_MAX;
 status check_rows(const char* fn, const stream& s, const rows_desc& r, bool needs_y) {
   const std::string f(fn);
   if (!s.valid()) return invalid_argument(f + ": stream: not initialized (use pk::default_stream)");
-  if (static_cast<unsigned>(r.type) > static_cast<unsigned>(dtype::u8))
+  if (static_cast<unsigned>(r.type) > static_cast<unsigned>(dtype::f8e4m3fnuz))
     return invalid_argument(f + ": rows.type: not a pk::reduction::dtype value");
   if (r.type != dtype::f64 && r.type != dtype::f32 && r.type != dtype::f16 && r.type != dtype::bf16)
     return unsupported(f + ": rows.type " + reduction::to_string(r.type) + ": supported types are f64, f32, f16, bf16");

@@ -199,10 +199,15 @@ using reduction::dtype;
 
 bool is_arg(reduce_op op) { return op == reduce_op::argmin || op == reduce_op::argmax; }
 
-bool valid_dtype(dtype t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(dtype::u8); }
+bool valid_dtype(dtype t) { return static_cast<unsigned>(t) <= static_cast<unsigned>(dtype::f8e4m3fnuz); }
+bool fp8(dtype t) { return t == dtype::f8e4m3fn || t == dtype::f8e4m3fnuz; }
+status fp8_unsupported(const std::string& fn, dtype t) {
+  return unsupported(fn + ": type " + to_string(t) + ": FP8 is a KV-cache storage format (attention_decode, kv_cache_append)");
+}
 
 status check_op_type(const char* fn, reduce_op op, dtype t) {
   if (!valid_dtype(t)) return invalid_argument(std::string(fn) + ": type: not a pk::reduction::dtype value");
+  if (fp8(t)) return fp8_unsupported(fn, t);
   if (static_cast<unsigned>(op) > static_cast<unsigned>(reduce_op::argmax))
     return invalid_argument(std::string(fn) + ": op: not a pk::reduce_op value");
   if ((op == reduce_op::sum || op == reduce_op::prod) && (t == dtype::i8 || t == dtype::u8))
@@ -359,6 +364,7 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
                        int correction) {
   PK_TRY(common_stream_checks("reduce_mean_var", s));
   if (!valid_dtype(type)) return invalid_argument("reduce_mean_var: type: not a pk::reduction::dtype value");
+  if (fp8(type)) return fp8_unsupported("reduce_mean_var", type);
   if (type != dtype::f64 && type != dtype::f32 && type != dtype::f16 && type != dtype::bf16)
     return unsupported(std::string("reduce_mean_var: type ") + reduction::to_string(type) +
                        ": supported types are f64, f32, f16, bf16");

@@ -34,12 +34,13 @@ struct decode_case {
   int splits = 0;
   bool scales = true;  // FP8: random per-head scales (else null: 1.0)
   int extra = 0;       // positions past each length whose pages are mapped (room for an append)
+  std::string policy;  // a forced decode candidate ("": the plan's)
   std::string label() const {
     std::string s = std::string(to_string(type)) + " kv " + to_string(kv) + " hq" + std::to_string(heads_q) + " hkv" +
                     std::to_string(heads_kv) + " d" + std::to_string(d) + " sq" + std::to_string(sq) +
                     (page_size ? " page " + std::to_string(page_size) : std::string(" contiguous")) +
                     (causal ? " causal" : "") + " win(" + std::to_string(window_left) + "," + std::to_string(window_right) +
-                    ") splits " + std::to_string(splits) + " lens";
+                    ") splits " + std::to_string(splits) + (policy.empty() ? "" : " " + policy) + " lens";
     for (int l : lens) s += " " + std::to_string(l);
     return s;
   }
@@ -225,6 +226,7 @@ void run_decode(const stream& s, const decode_case& c, std::uint64_t sd, std::ve
   a.window_left = c.window_left;
   a.window_right = c.window_right;
   a.num_splits = c.splits;
+  a.policy = c.policy.empty() ? nullptr : c.policy.c_str();
   status st = attention_decode(s, a);
   if (st) st = synchronize(s);
   ASSERT_TRUE(st) << st.to_string();
@@ -358,6 +360,41 @@ TEST_P(AttentionDecode, ForcedSplitsMatchOneSplit) {
     run_decode(s, c, sd + static_cast<std::uint64_t>(splits));
     if (HasFatalFailure()) return;
   }
+}
+
+// Every candidate of the stream's code target that fits its device, 16-bit and FP8, split and not.
+TEST_P(AttentionDecode, EveryFittingCandidate) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  for (const int d : {64, 128, 256})
+    for (const dtype kv : {dtype::bf16, dtype::f8e4m3fn}) {
+      attention::decode_problem pr;
+      pr.kv_type = kv;
+      pr.heads_q = 8;
+      pr.heads_kv = 2;
+      pr.head_dim = d;
+      pr.context = 300;
+      const archdb::plan pl = attention::plan_decode(s.device(), pr).choice;
+      int ran = 0;
+      for (const auto& cand : pl.all) {
+        if (!cand.fits) continue;
+        for (const int splits : {1, 3}) {
+          decode_case c;
+          c.kv = kv;
+          c.d = d;
+          c.heads_q = 8;
+          c.heads_kv = 2;
+          c.lens = {300, 129, 0};
+          c.splits = splits;
+          c.policy = cand.name;
+          run_decode(s, c, sd + static_cast<std::uint64_t>(d * 10 + splits));
+          if (HasFatalFailure()) return;
+        }
+        ++ran;
+      }
+      EXPECT_GT(ran, 0) << "no decode candidate fits " << s.device().name << " at head_dim " << d;
+    }
 }
 
 TEST_P(AttentionDecode, ContiguousCache) {

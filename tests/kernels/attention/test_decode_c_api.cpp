@@ -164,6 +164,7 @@ TEST(DecodeCApiDefaults, MatchTheCxxDefaults) {
   EXPECT_EQ(c.softmax_scale, d.softmax_scale);
   EXPECT_EQ(c.causal != 0, d.causal);
   EXPECT_EQ(c.num_splits, d.num_splits);
+  EXPECT_EQ(c.max_seqlen_k, d.max_seqlen_k);
   EXPECT_EQ(c.lse, nullptr);
   EXPECT_EQ(c.error, nullptr);
   EXPECT_EQ(c.policy, nullptr);

@@ -32,7 +32,7 @@
 //    output rows NaN (decode) or writes nothing (append), and sets *error (if given) to 1.
 // Splits: the planner cuts each sequence's keys into splits (FlashDecoding) so that batch x heads_kv x splits
 // blocks fill the device, and merges the partial results in a second kernel (workspace from
-// pk::set_workspace_allocator or the stream's). `pk plan attention --decode ...` prints the choice.
+// pk::set_workspace_allocator or the stream's). `pk plan attention --context N ...` prints the choice.
 #pragma once
 #include <pk/archdb/planner.hpp>
 #include <pk/runtime.hpp>

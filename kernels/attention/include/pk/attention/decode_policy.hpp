@@ -34,11 +34,16 @@ constexpr bool supported_decode_head_dim(int d) {
 
 // Candidate lists, default first. Short on purpose: each entry is compiled per dtype and head dim.
 // NVIDIA (mma.sync m16n8k16, 4 warps): 16 rows cover the decode shapes of GQA ratios up to 16 at seqlen_q 1
-// with one atom in M (FlashAttention's decode packs the group the same way); 64 rows serve speculative
-// decoding (seqlen_q x group > 16) with one read of K/V for all rows. 64 keys per tile (16 per warp) keep two
-// stages of K/V at head_dim 256 within 140 KB; 128 keys put more bytes in flight per block where shared
-// memory allows. AMD: 32 rows (MFMA 32x32 is one atom, WMMA 16x16 two), 64 keys, 64 KB of LDS.
-inline constexpr std::array<decode_policy, 3> decode_nvidia{{{16, 64, 128}, {16, 128, 128}, {64, 64, 128}}};
+// with one atom in M (FlashAttention's decode packs the group the same way); more packed rows (speculative
+// decoding) take more blocks, which read the same K/V through L2. Every warp holds all rows' outputs, so
+// more rows per block cost registers: 64 rows spilled 360 bytes at head_dim 128 and 4.3 KB at 256 (ptxas,
+// sm_90a, 2026-11-30). 16 keys per warp and tile: with 32, ncu showed 1200 instructions per warp and tile
+// issued every 4.4 cycles by one warp per scheduler (H200, 2026-11-30), so the issue rate, not memory, bound
+// the tile. 64 keys with 4 warps keep two stages of K/V at head_dim 256 within 140 KB and fit three blocks per
+// SM at head_dim 128; 128 keys with 8 warps (one block per SM) measured 0-8% slower on every row of the H200's
+// split sweep (bench/results/decode-h200-2026-11-30.md), so it is not compiled. AMD: 32 rows (MFMA 32x32 is one atom, WMMA 16x16 two), 64
+// keys, 64 KB of LDS.
+inline constexpr std::array<decode_policy, 1> decode_nvidia{{{16, 64, 128}}};
 inline constexpr std::array<decode_policy, 1> decode_amd{{{32, 64, 128}}};
 
 constexpr std::span<const decode_policy> decode_candidates(family f) {
@@ -51,7 +56,8 @@ enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
 //! Shared memory of a decode policy: the Q tile, two stages of K and V tiles (padded rows), for FP8 caches
 //! two stages of the raw K and V bytes beside one converted K/V tile; P staged per warp (MFMA/WMMA); at least
-//! the end-of-block merge (the rows' fp32 output and two statistics per warp). Warps are counted at 32
+//! the K and V row offsets of two tiles; at least the end-of-block merge (the rows' fp32 output and two statistics per
+//! warp). Warps are counted at 32
 //! lanes, an upper bound for wave64 targets.
 constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, int elem_bytes, bool fp8, bool staged_p) {
   constexpr int min_warp = 32;
@@ -62,9 +68,10 @@ constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, i
   const std::int64_t kv = fp8 ? 2 * std::int64_t{p.block_n} * row + 2 * 2 * std::int64_t{p.block_n} * head_dim
                               : 2 * 2 * std::int64_t{p.block_n} * row;
   // [warps][block_m][block_n / warps + pad]
-  const std::int64_t pt = staged_p ? std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes : 0;
+  const std::int64_t pt = staged_p ? (std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes + 15) / 16 * 16 : 0;
   const std::int64_t merge = std::int64_t{p.block_m} * head_dim * 4 + 2 * warps * p.block_m * 4;
-  const std::int64_t main = q + kv + pt;
+  const std::int64_t rows = 2 * 2 * std::int64_t{p.block_n} * 8;  // the K and V row offsets of two tiles, int64
+  const std::int64_t main = q + kv + pt + rows;
   return main > q + merge ? main : q + merge;
 }
 

@@ -17,7 +17,7 @@
 // Shared memory (bytes, decode_smem_bytes):
 //   Q [BM][D+pad] | 16-bit: K[2][BN][D+pad], V[2][BN][D+pad]
 //                 | FP8: K[BN][D+pad], V[BN][D+pad] (converted), raw K[2][BN][D], raw V[2][BN][D]
-//                 | P [warps][BM][BN/warps+pad] (staged P only)
+//                 | P [warps][BM][BN/warps+pad] (staged P only) | the row offsets of two tiles [2][K,V][BN] int64
 //   after the loop, from the end of Q: the merge buffer O [BM][D] fp32, lse of each warp [warps][BM], the
 //   merged lse [BM], bad-slot flags [warps].
 #pragma once
@@ -78,46 +78,56 @@ PK_DEVICE PK_FORCEINLINE std::uint32_t half2_to(std::uint32_t h2) {
   }
 }
 
-//! The rows (page, slot) of cache position t of sequence b; page < 0 when the table's entry is outside the
-//! cache.
-struct slot_ref {
-  std::int64_t page, slot;
-};
-PK_DEVICE PK_FORCEINLINE slot_ref slot_of(const std::int32_t* table, std::int64_t table_row, int page_shift,
-                                          std::int64_t slot_mask, std::int64_t num_pages, int b, std::int64_t t) {
-  if (table == nullptr) return {b, t};
+//! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
+//! caches: page b).
+PK_DEVICE PK_FORCEINLINE std::int64_t page_of(const std::int32_t* table, std::int64_t table_row, int page_shift,
+                                              std::int64_t num_pages, int b, std::int64_t t) {
+  if (table == nullptr) return b;
   const std::int64_t page = table[b * table_row + (t >> page_shift)];
-  return {page >= 0 && page < num_pages ? page : -1, t & slot_mask};
+  return page >= 0 && page < num_pages ? page : -1;
 }
 
-//! Starts the copies of cache rows [n0, n0 + BN) of (b, hk) — rows at or past sk zero-filled — into the K and
-//! V landing tiles (row pitch `pitch` bytes) by all Threads threads; EB bytes per element. Returns whether
-//! this thread met a page index outside the cache (its rows are zero-filled).
+//! Where row r of the key tile at n0 lives: byte offsets of its K and V rows (KV head hk) from the caches'
+//! bases, looked up by the row's own thread a tile ahead (the table read's latency hides behind a tile of
+//! work) and shared through shared memory, so the copying threads only add their column. -1: past the
+//! sequence (zero-filled); bad: the table's entry is outside the cache (zero-filled too).
+struct row_offsets {
+  std::int64_t k = -1, v = -1;
+  bool bad = false;
+};
+PK_DEVICE PK_FORCEINLINE row_offsets row_offsets_of(const attention::decode_params& p, int b, int hk, int n0, int r, int sk,
+                                                    int kv_bytes) {
+  row_offsets o;
+  const int t = n0 + r;
+  if (t >= sk) return o;
+  const std::int64_t page = page_of(p.block_table, p.table_row, p.page_shift, p.num_pages, b, t);
+  if (page < 0) {
+    o.bad = true;
+    return o;
+  }
+  const std::int64_t slot = t & p.slot_mask;
+  o.k = (page * p.k_page + slot * p.k_row + hk * p.k_head) * kv_bytes;
+  o.v = (page * p.v_page + slot * p.v_row + hk * p.v_head) * kv_bytes;
+  return o;
+}
+
+//! Starts the copies of the tile's rows (offsets from k_off/v_off, one per row) into the K and V landing
+//! tiles (row pitch `pitch` bytes) by all Threads threads; EB bytes per element.
 template <int Threads, int BN, int D, int EB>
-PK_DEVICE PK_FORCEINLINE bool load_kv(const attention::decode_params& p, int b, int hk, int n0, int sk,
+PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const std::int64_t* k_off, const std::int64_t* v_off,
                                       std::uint8_t* k_dst, std::uint8_t* v_dst, int pitch, int tid) {
   constexpr int chunks = D * EB / tile_copy_bytes;
-  static_assert(Threads % chunks == 0, "decode: whole rows per pass");
+  static_assert(Threads % chunks == 0 && BN % (Threads / chunks) == 0, "decode: whole rows per pass");
   constexpr int step = Threads / chunks;
   const int c = tid % chunks;
-  const auto* kb = static_cast<const std::uint8_t*>(p.k) + (hk * p.k_head) * EB + c * tile_copy_bytes;
-  const auto* vb = static_cast<const std::uint8_t*>(p.v) + (hk * p.v_head) * EB + c * tile_copy_bytes;
-  bool bad = false;
+  const auto* kb = static_cast<const std::uint8_t*>(p.k) + c * tile_copy_bytes;
+  const auto* vb = static_cast<const std::uint8_t*>(p.v) + c * tile_copy_bytes;
 #pragma unroll
   for (int r = tid / chunks; r < BN; r += step) {
-    const int t = n0 + r;
-    slot_ref s{0, 0};
-    bool ok = t < sk;
-    if (ok) {
-      s = slot_of(p.block_table, p.table_row, p.page_shift, p.slot_mask, p.num_pages, b, t);
-      bad |= s.page < 0;
-      ok = s.page >= 0;
-    }
-    const std::int64_t ko = (s.page * p.k_page + s.slot * p.k_row) * EB, vo = (s.page * p.v_page + s.slot * p.v_row) * EB;
-    async_copy_16(k_dst + r * pitch + c * tile_copy_bytes, ok ? kb + ko : kb, ok);
-    async_copy_16(v_dst + r * pitch + c * tile_copy_bytes, ok ? vb + vo : vb, ok);
+    const std::int64_t ko = k_off[r], vo = v_off[r];
+    async_copy_16(k_dst + r * pitch + c * tile_copy_bytes, ko >= 0 ? kb + ko : kb, ko >= 0);
+    async_copy_16(v_dst + r * pitch + c * tile_copy_bytes, vo >= 0 ? vb + vo : vb, vo >= 0);
   }
-  return bad;
 }
 
 //! Turns a raw FP8 tile [BN][D] bytes into a T tile (row pitch ld elements), 16 codes per step.
@@ -228,15 +238,35 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       async_copy_16(sQ.at(r, c * q_tile::per_copy), src, ok);
     }
   }
-  const auto issue = [&](int nb, int buf) {
+  // Row offsets of two tiles, K then V: [2][2][BN] int64 after the P tiles (16-byte aligned); tile nb's at
+  // parity (n_last - nb) & 1.
+  constexpr int p_bytes = s_regs::feeds_a ? 0 : (warps * p_tile::elements * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+  auto* offs = reinterpret_cast<std::int64_t*>(after_kv + p_bytes);
+  static_assert(BN <= Threads, "decode: one thread per row looks up the tile's rows");
+  const int kv_bytes = fp8 ? 1 : static_cast<int>(sizeof(T));
+  const auto put = [&](int slot, const attn_dec::row_offsets& o) {
+    offs[slot * 2 * BN + tid] = o.k;
+    offs[slot * 2 * BN + BN + tid] = o.v;
+  };
+  const auto issue = [&](int buf) {
+    const std::int64_t* ko = offs + buf * 2 * BN;
     if (fp8)
-      return attn_dec::load_kv<Threads, BN, D, 1>(p, b, hk, nb * BN, sk, rawK + buf * BN * D, rawV + buf * BN * D, D, tid);
-    return attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, b, hk, nb * BN, sk, reinterpret_cast<std::uint8_t*>(sK16.next(buf).data),
-                                                          reinterpret_cast<std::uint8_t*>(sV16.next(buf).data),
-                                                          kv_tile::ld * static_cast<int>(sizeof(T)), tid);
+      attn_dec::load_kv<Threads, BN, D, 1>(p, ko, ko + BN, rawK + buf * BN * D, rawV + buf * BN * D, D, tid);
+    else
+      attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK16.next(buf).data),
+                                                   reinterpret_cast<std::uint8_t*>(sV16.next(buf).data),
+                                                   kv_tile::ld * static_cast<int>(sizeof(T)), tid);
   };
   bool bad = false;
-  if (n_last >= n_first) bad |= issue(n_last, 0);
+  if (tid < BN) {
+    for (int i = 0; i < 2 && n_last - i >= n_first; ++i) {
+      const attn_dec::row_offsets o = attn_dec::row_offsets_of(p, b, hk, (n_last - i) * BN, tid, sk, kv_bytes);
+      bad |= o.bad;
+      put(i, o);
+    }
+  }
+  block::sync();
+  if (n_last >= n_first) issue(0);
   async_copy_commit();
 
   // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
@@ -257,9 +287,15 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   for (int nb = n_last, it = 0; nb >= n_first; --nb, ++it) {
     const int buf = it & 1;
     async_copy_wait_all();
-    block::sync();  // tile nb (and Q) landed; every warp is done with the buffers written next
-    if (nb > n_first) bad |= issue(nb - 1, buf ^ 1);
+    block::sync();  // tile nb (and Q) landed, nb - 1's pages are known; every warp is done with the buffers written next
+    if (nb > n_first) issue(buf ^ 1);
     async_copy_commit();
+    // Tile nb - 2's rows: looked up now, stored after this tile's work (into the slot tile nb's rows leave).
+    attn_dec::row_offsets next;
+    if (tid < BN && nb - 2 >= n_first) {
+      next = attn_dec::row_offsets_of(p, b, hk, (nb - 2) * BN, tid, sk, kv_bytes);
+      bad |= next.bad;
+    }
     kv_tile cK = sK16.next(buf), cV = sV16.next(buf);
     if (fp8) {
       if (fnuz) {
@@ -288,6 +324,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       warp<>::sync();
     }
     attn::pv(acc_o, acc_s, sP, wV, lane);
+    if (tid < BN && nb - 2 >= n_first) put(buf, next);
   }
 
   // Merge the warps: each warp's rows have (lse_w, O_w / l_w); the block's lse = log sum_w exp(lse_w) and
@@ -396,6 +433,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::d
   // A NaN partial (a bad slot) poisons the row; fmaxf would skip it.
   float m = attn::neg_inf;
   bool poisoned = false;
+  // Unrolled: the splits' loads are independent, and several in flight hide their latency.
+#pragma unroll 8
   for (int s = 0; s < p.splits; ++s) {
     const float l = p.lse_part[s * rows + row];
     poisoned |= l != l;
@@ -404,6 +443,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::d
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   float sum = 0.0f;
   if (!poisoned && m != attn::neg_inf) {
+#pragma unroll 8
     for (int s = 0; s < p.splits; ++s) {
       const float l = p.lse_part[s * rows + row];
       const float wgt = l == attn::neg_inf ? 0.0f : exp2_fast((l - m) * attn::log2e);
@@ -447,15 +487,15 @@ PK_KERNEL void kv_append_write_kernel(attention::append_params p) {
   if (*p.bad != 0) return;
   const int t = static_cast<int>(block_idx().x), b = static_cast<int>(block_idx().y);
   const std::int64_t pos = p.seqlens[b] + t;
-  const attn_dec::slot_ref s =
-      attn_dec::slot_of(p.block_table, p.table_row, p.page_shift, p.slot_mask, p.num_pages, b, pos);
+  const std::int64_t page = attn_dec::page_of(p.block_table, p.table_row, p.page_shift, p.num_pages, b, pos);
+  const std::int64_t slot = pos & p.slot_mask;
   constexpr int per = 8, chunks = D / per;
   for (int i = thread_rank(); i < p.heads_kv * chunks; i += static_cast<int>(block_dim().x)) {
     const int h = i / chunks, c = i % chunks;
     for (int kv = 0; kv < 2; ++kv) {
       const T* src = static_cast<const T*>(kv == 0 ? p.k_new : p.v_new) + b * (kv == 0 ? p.kn_batch : p.vn_batch) +
                      t * (kv == 0 ? p.kn_row : p.vn_row) + h * (kv == 0 ? p.kn_head : p.vn_head) + c * per;
-      const std::int64_t off = s.page * (kv == 0 ? p.k_page : p.v_page) + s.slot * (kv == 0 ? p.k_row : p.v_row) +
+      const std::int64_t off = page * (kv == 0 ? p.k_page : p.v_page) + slot * (kv == 0 ? p.k_row : p.v_row) +
                                h * (kv == 0 ? p.k_head : p.v_head) + c * per;
       const vec<T, per> x = load_vec<per>(src);
       if (p.format == attention::kv_format::same) {
