@@ -79,13 +79,14 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     // time (a partial last wave is latency-bound), or converting FP8 with the blocks sharing an SM. The two
     // bounds combine as a 2-norm, not a max: near the crossover, loaded memory stretches every block's tile
     // period (split sweep on the H200: the best count put 1.5-2 blocks per SM, where a max would stop at one).
-    c.us = 0;
-    for (std::int64_t left = c.blocks; left > 0; left -= slots) {
-      const std::int64_t in_wave = std::min(left, slots);
+    const auto wave_us = [&](std::int64_t in_wave) {
       const double per_unit = std::max(1.0, double(in_wave) / std::max(1, d.occupancy_units()));
       c.tile_us = std::max(period, conv_us * per_unit);
-      c.us += std::hypot(double(in_wave) * block_bytes / bw, double(per_block_tiles) * c.tile_us);
-    }
+      return std::hypot(double(in_wave) * block_bytes / bw, double(per_block_tiles) * c.tile_us);
+    };
+    // Full waves, then the partial one (closed form: the planner runs on every call).
+    const std::int64_t full = c.blocks / slots, rest = c.blocks % slots;
+    c.us = (rest > 0 ? wave_us(rest) : 0.0) + (full > 0 ? double(full) * wave_us(slots) : 0.0);
     c.us += period;  // the first tile's wait
     if (s > 1) c.us += combine_launch_us + combine_us_per_split * s + rows_total * pr.head_dim * 4.0 * (s + 1) / bw;
     all.push_back(c);
