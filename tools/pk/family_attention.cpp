@@ -163,7 +163,7 @@ class attention_family final : public family {
           out.push_back(std::move(e));
         }
       }
-    // Decode: attn_decode_kernel<T, D, BM, BN, Threads> (attention_decode.hpp), planned with a 16-bit cache
+    // Decode: attn_decode_kernel<T, D, BM, BN, Threads, Stages> (attention_decode.hpp), planned with a 16-bit cache
     // (the larger shared-memory footprint of the two cache formats).
     for (const auto& t : attn_dtypes)
       for (const int hd : attention::decode_head_dims) {
@@ -171,7 +171,7 @@ class attention_family final : public family {
         pr.type = pr.kv_type = t.type;
         pr.head_dim = hd;
         const archdb::plan p = attention::plan_decode(*dev, pr).choice;
-        const auto pols = attention::decode_candidates(fam);
+        const auto pols = attention::decode_candidates(fam, hd);
         for (std::size_t i = 0; i < p.all.size() && i < pols.size(); ++i) {
           const auto& pol = pols[i];
           manifest_entry e;
@@ -180,7 +180,7 @@ class attention_family final : public family {
           e.instance = p.all[i].name;
           e.symbol = std::string("attn_decode_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
                      std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
-                     std::to_string(pol.block_threads) + "E";
+                     std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
           out.push_back(std::move(e));
         }

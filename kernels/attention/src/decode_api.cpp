@@ -25,23 +25,25 @@ namespace {
 
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// One block streams its keys a tile at a time (two stages: one tile in flight while the other is computed).
-// Measured on the H200 with one block per sequence and KV head (bench/results/decode-h200-2026-11-30.md, split
-// sweep, s = 1, page 16): a 32 KB tile (64 keys, head_dim 128, bf16) every 1.42 us, a 64 KB tile every 2.0 us:
-// a fixed 0.83 us (latency, barriers, the tile's products) plus 55 KB per us.
-constexpr double tile_fixed_us = 0.83;
-constexpr double block_stream_bytes_per_us = 55e3;
+// One block streams its keys a tile at a time. Measured on the H200 with one block per sequence and KV head
+// (bench/results/decode-h200-2026-11-30.md, split sweep, s = 1, page 16, head_dim 128, bf16): a 16 KB tile (32
+// keys, two stages) every 1.26 us, a 32 KB tile (64 keys, three stages) every 1.36 us: a fixed 1.16 us
+// (latency, barriers, the tile's products) plus 160 KB per us. (The third stage measured only 0-7% faster
+// than two at 64 keys, so the period does not depend on the stages; the occupancy they allow does.)
+constexpr double tile_fixed_us = 1.16;
+constexpr double block_stream_bytes_per_us = 160e3;
 // The most decode streams: 0.75 of the database's peak, the best pk measured on the H200 (3.5 TB/s of 4.8,
 // 32/8 heads, batch 64, context 4k, page 16; the device-to-device copy reached 4.2, read + write).
 constexpr double achievable_bw_share = 0.75;
 // A dependent second kernel (the split combine) in the same stream: launch and ramp, 2 us (event-timed small
-// kernels on the H200), plus each split's partials (read 8 splits at a time per thread: about 0.1 us each).
+// kernels on the H200), plus each split's partials (read 8 splits at a time per thread). The per-split cost is
+// fitted to the H200's split sweep (bench/results/decode-h200-2026-11-30.md): 0.03 us.
 constexpr double combine_launch_us = 2.0;
-constexpr double combine_us_per_split = 0.1;
-// FP8 caches: turning the codes into 16-bit values takes the SM's issue slots. Measured on the H200 (same
-// sweep, FP8 rows): a 64-key tile every 4.9 us with about 2.2 blocks per SM, about 0.13 ns per code and block
-// when blocks share an SM.
-constexpr double fp8_convert_ns_per_code = 0.13;
+constexpr double combine_us_per_split = 0.03;
+// FP8 caches: turning a tile's codes into 16-bit values in shared memory adds to each block's tile period.
+// Measured on the H200 (split sweep, one block per sequence and KV head): 2.93 us per 64-key tile against
+// 1.46 us for bf16, 1.47 us for 16384 codes: 0.09 ns per code.
+constexpr double fp8_convert_ns_per_code = 0.09;
 
 struct split_choice {
   int splits = 1;
@@ -63,7 +65,8 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
   const double tile_bytes = 2.0 * pol.block_n * pr.head_dim * kvb;
   const double bw = d.mem_bw_gbps * 1e3 * achievable_bw_share;  // bytes per us
   const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t{std::max(1, occ.blocks_per_sm)} * d.occupancy_units());
-  const double period = tile_fixed_us + tile_bytes / block_stream_bytes_per_us;  // one block alone
+  // One block alone: a tile per period.
+  const double period = tile_fixed_us + tile_bytes / block_stream_bytes_per_us;
   const double conv_us = kvb == 1 ? 2.0 * pol.block_n * pr.head_dim * fp8_convert_ns_per_code * 1e-3 : 0.0;
   const double rows_total = double(pr.batch) * pr.heads_q * pr.seqlen_q;
   std::vector<split_choice> all;
@@ -75,13 +78,12 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     c.waves = archdb::waves(d, c.blocks, occ);
     const std::int64_t per_block_tiles = ceil_div(tiles, s);
     const double block_bytes = double(per_block_tiles) * tile_bytes;
-    // Wave by wave: the wave's bytes at the achievable bandwidth, and its blocks each streaming a tile at a
-    // time (a partial last wave is latency-bound), or converting FP8 with the blocks sharing an SM. The two
+    // Wave by wave: the wave's bytes at the achievable bandwidth, and its blocks each streaming (and, for FP8,
+    // converting) a tile at a time (a partial last wave is latency-bound). The two
     // bounds combine as a 2-norm, not a max: near the crossover, loaded memory stretches every block's tile
     // period (split sweep on the H200: the best count put 1.5-2 blocks per SM, where a max would stop at one).
+    c.tile_us = period + conv_us;
     const auto wave_us = [&](std::int64_t in_wave) {
-      const double per_unit = std::max(1.0, double(in_wave) / std::max(1, d.occupancy_units()));
-      c.tile_us = std::max(period, conv_us * per_unit);
       return std::hypot(double(in_wave) * block_bytes / bw, double(per_block_tiles) * c.tile_us);
     };
     // Full waves, then the partial one (closed form: the planner runs on every call).
@@ -116,7 +118,7 @@ int decode_regs(const archdb::device_desc& d, const decode_policy& p, int head_d
 decode_plan plan_decode(const archdb::device_desc& device, const decode_problem& pr) {
   decode_plan out;
   const family fam = family_of(device.vendor_id);
-  const std::span<const decode_policy> pols = decode_candidates(fam);
+  const std::span<const decode_policy> pols = decode_candidates(fam, pr.head_dim);
   const int eb = size_of(pr.type);
   const bool fp8 = size_of(pr.kv_type) == 1;
   std::vector<archdb::candidate> cands;
@@ -328,7 +330,7 @@ status attention_decode(const stream& s, const decode_args& a) {
   int index = 0;
   PK_TRY(archdb::select_policy(*pl, a.policy, fn, index));
   const attention::family fam = attention::family_of(s.device().vendor_id);
-  const attention::decode_policy& pol = attention::decode_candidates(fam)[static_cast<std::size_t>(index)];
+  const attention::decode_policy& pol = attention::decode_candidates(fam, hd)[static_cast<std::size_t>(index)];
   // The split count of the policy that runs (the plan's, or a forced one's), from the same model.
   const int splits = attention::best_splits(s.device(), pr, pol, pl->all[static_cast<std::size_t>(index)].occ).splits;
   const std::int64_t rows = sq * (hq / hkv);

@@ -393,7 +393,13 @@ TEST_P(AttentionDecode, EveryFittingCandidate) {
         }
         ++ran;
       }
-      EXPECT_GT(ran, 0) << "no decode candidate fits " << s.device().name << " at head_dim " << d;
+      // The one documented gap: FP8 at head_dim 256 needs more than 64 KB of LDS (the raw bytes beside the
+      // converted tile): MI300X-class devices report unsupported.
+      const bool documented_gap = kv != dtype::bf16 && d == 256 && s.device().smem_per_block_optin <= 64 * 1024;
+      EXPECT_TRUE(ran > 0 || documented_gap) << "no decode candidate fits " << s.device().name << " at head_dim " << d;
+      if (documented_gap) {
+        EXPECT_EQ(ran, 0) << "the gap closed: drop this exception";
+      }
     }
 }
 

@@ -34,6 +34,17 @@ PK_DEVICE PK_FORCEINLINE void async_copy_commit() {
 #endif
 }
 
+//! Waits until at most `Pending` of this lane's committed groups are still in flight (the oldest complete
+//! first): a pipeline of Pending + 1 stages waits for its oldest stage only. A block::sync must follow before
+//! other lanes read the data. Without asynchronous copies every copy has completed already.
+template <int Pending>
+PK_DEVICE PK_FORCEINLINE void async_copy_wait_pending() {
+  static_assert(Pending >= 0 && Pending <= 7, "cp.async.wait_group takes 0..7");
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  if constexpr (arch_has_async_copy) asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+#endif
+}
+
 //! Waits until every async copy of this lane has completed (a block::sync must follow before other
 //! lanes read the data).
 PK_DEVICE PK_FORCEINLINE void async_copy_wait_all() {

@@ -15,11 +15,12 @@ namespace pk::attention {
 //! heads_q / heads_kv queries that share one KV head: GQA packing) of one sequence and KV head, and one
 //! split of its keys; its warps split each key tile of block_n keys between them (block_n / warps keys
 //! each, every warp all block_m rows), keep their own online softmax and merge at the end. K/V tiles are
-//! double-buffered (16-byte asynchronous copies of rows gathered through the block table).
+//! in a ring of `stages` (16-byte asynchronous copies of rows gathered through the block table).
 struct decode_policy {
   int block_m;        //!< packed query rows per block (whole MMA atoms in M)
   int block_n;        //!< keys per block tile
   int block_threads;  //!< threads per block
+  int stages;         //!< K/V tiles in the shared-memory ring (stages - 1 in flight while one is computed)
   friend constexpr bool operator==(const decode_policy&, const decode_policy&) = default;
 };
 
@@ -41,44 +42,52 @@ constexpr bool supported_decode_head_dim(int d) {
 // issued every 4.4 cycles by one warp per scheduler (H200, 2026-11-30), so the issue rate, not memory, bound
 // the tile. 64 keys with 4 warps keep two stages of K/V at head_dim 256 within 140 KB and fit three blocks per
 // SM at head_dim 128; 128 keys with 8 warps (one block per SM) measured 0-8% slower on every row of the H200's
-// split sweep (bench/results/decode-h200-2026-11-30.md), so it is not compiled. AMD: 32 rows (MFMA 32x32 is one atom, WMMA 16x16 two), 64
-// keys, 64 KB of LDS.
-inline constexpr std::array<decode_policy, 1> decode_nvidia{{{16, 64, 128}}};
-inline constexpr std::array<decode_policy, 1> decode_amd{{{32, 64, 128}}};
+// split sweep (bench/results/decode-h200-2026-11-30.md), so it is not compiled. Three stages keep two tiles in
+// flight per block (two blocks per SM at head_dim 128): 0-7% faster than two stages on the H200 where few blocks
+// stream, within 2% elsewhere. 32 keys with 2 warps and two stages is the candidate for devices with less
+// shared memory (head_dim 256: 76 KB, where the first takes 211 KB; the RTX 3090 has 99 KB). AMD: 32
+// rows (MFMA 32x32 is one atom, WMMA 16x16 two) and one wave64 (two wave32) of 32 keys, so that head_dim 256
+// fits 64 KB of LDS (84 KB with 64 keys and two stages); loads there are not asynchronous (archdb
+// has_async_copy), so one stage loses no overlap.
+inline constexpr std::array<decode_policy, 1> decode_nvidia{{{16, 64, 128, 3}}};
+inline constexpr std::array<decode_policy, 2> decode_nvidia_256{{{16, 64, 128, 3}, {16, 32, 64, 2}}};
+inline constexpr std::array<decode_policy, 1> decode_amd{{{32, 32, 64, 1}}};
 
-constexpr std::span<const decode_policy> decode_candidates(family f) {
-  return f == family::amd ? std::span<const decode_policy>(decode_amd) : std::span<const decode_policy>(decode_nvidia);
+//! The decode candidates of a vendor's code targets at `head_dim`, default first (the smaller tile only where
+//! the default may not fit: head_dim 256).
+constexpr std::span<const decode_policy> decode_candidates(family f, int head_dim) {
+  if (f == family::amd) return decode_amd;
+  return head_dim >= 256 ? std::span<const decode_policy>(decode_nvidia_256) : std::span<const decode_policy>(decode_nvidia);
 }
-constexpr std::size_t decode_candidate_count(family f) { return decode_candidates(f).size(); }
+constexpr std::size_t decode_candidate_count(family f, int head_dim) { return decode_candidates(f, head_dim).size(); }
 
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
-//! Shared memory of a decode policy: the Q tile, two stages of K and V tiles (padded rows), for FP8 caches
-//! two stages of the raw K and V bytes beside one converted K/V tile; P staged per warp (MFMA/WMMA); at least
-//! the K and V row offsets of two tiles; at least the end-of-block merge (the rows' fp32 output and two statistics per
-//! warp). Warps are counted at 32
-//! lanes, an upper bound for wave64 targets.
+//! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows), for FP8 caches
+//! `stages` raw K and V tiles beside one converted K/V tile; P staged per warp (MFMA/WMMA); the K and V row
+//! offsets of each stage; at least the end-of-block merge (the rows' fp32 output and two statistics per warp).
+//! Warps are counted at 32 lanes, an upper bound for wave64 targets.
 constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, int elem_bytes, bool fp8, bool staged_p) {
   constexpr int min_warp = 32;
   const std::int64_t warps = p.block_threads / min_warp;
   const std::int64_t pad = smem_pad_bytes / elem_bytes;
   const std::int64_t row = (head_dim + pad) * elem_bytes;
   const std::int64_t q = std::int64_t{p.block_m} * row;
-  const std::int64_t kv = fp8 ? 2 * std::int64_t{p.block_n} * row + 2 * 2 * std::int64_t{p.block_n} * head_dim
-                              : 2 * 2 * std::int64_t{p.block_n} * row;
+  const std::int64_t kv = fp8 ? 2 * std::int64_t{p.block_n} * row + 2 * std::int64_t{p.stages} * p.block_n * head_dim
+                              : 2 * std::int64_t{p.stages} * p.block_n * row;
   // [warps][block_m][block_n / warps + pad]
   const std::int64_t pt = staged_p ? (std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes + 15) / 16 * 16 : 0;
   const std::int64_t merge = std::int64_t{p.block_m} * head_dim * 4 + 2 * warps * p.block_m * 4;
-  const std::int64_t rows = 2 * 2 * std::int64_t{p.block_n} * 8;  // the K and V row offsets of two tiles, int64
+  const std::int64_t rows = std::int64_t{p.stages} * 2 * p.block_n * 8;  // the K and V row offsets of each stage, int64
   const std::int64_t main = q + kv + pt + rows;
   return main > q + merge ? main : q + merge;
 }
 
-//! "attn_decode_bf16_d128_b16x64_t128".
+//! "attn_decode_bf16_d128_b16x64_t128_s3".
 inline std::string decode_name_of(const decode_policy& p, const char* type, int head_dim) {
   return std::string("attn_decode_") + type + "_d" + std::to_string(head_dim) + "_b" + std::to_string(p.block_m) + "x" +
-         std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads);
+         std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads) + "_s" + std::to_string(p.stages);
 }
 
 }  // namespace pk::attention

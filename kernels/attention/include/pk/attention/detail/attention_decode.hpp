@@ -7,7 +7,7 @@
 // hk * group + t % group — and one split of the sequence's key tiles. Its warps split every key tile of BN
 // keys (BN / warps keys each, all BM rows each) and keep their own online softmax; at the end they merge
 // through shared memory (the same log-sum-exp rule as the split combine). K/V rows are gathered through
-// the block table (one page lookup per row, 16-byte asynchronous copies) into two stages. FP8 caches land
+// the block table (one page lookup per row, 16-byte asynchronous copies) into a ring of Stages tiles. FP8 caches land
 // as bytes and are turned into T tiles in shared memory by a bit shuffle that makes a 16-bit float of the
 // code's value times 2^-fp8_shift (exact; the shift is folded into the K and V scales).
 //
@@ -15,9 +15,9 @@
 // merged by attn_decode_combine_kernel.
 //
 // Shared memory (bytes, decode_smem_bytes):
-//   Q [BM][D+pad] | 16-bit: K[2][BN][D+pad], V[2][BN][D+pad]
-//                 | FP8: K[BN][D+pad], V[BN][D+pad] (converted), raw K[2][BN][D], raw V[2][BN][D]
-//                 | P [warps][BM][BN/warps+pad] (staged P only) | the row offsets of two tiles [2][K,V][BN] int64
+//   Q [BM][D+pad] | 16-bit: K[Stages][BN][D+pad], V[Stages][BN][D+pad]
+//                 | FP8: K[BN][D+pad], V[BN][D+pad] (converted), raw K[Stages][BN][D], raw V[Stages][BN][D]
+//                 | P [warps][BM][BN/warps+pad] (staged P only) | the row offsets of Stages tiles [Stages][K,V][BN] int64
 //   after the loop, from the end of Q: the merge buffer O [BM][D] fp32, lse of each warp [warps][BM], the
 //   merged lse [BM], bad-slot flags [warps].
 #pragma once
@@ -172,8 +172,9 @@ PK_DEVICE PK_FORCEINLINE void apply_mask_packed(S& s, const attention::tile_mask
 
 }  // namespace attn_dec
 
-template <class T, int D, int BM, int BN, int Threads>
+template <class T, int D, int BM, int BN, int Threads, int Stages>
 PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_params p) {
+  static_assert(Stages >= 1 && Stages <= 4, "decode: 1 to 4 K/V stages");
   using atom = arch_mma_atom<T>;
   constexpr int warps = Threads / warp_size;
   constexpr int WN = BN / warps;  // keys per warp and tile
@@ -218,12 +219,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   const q_tile sQ{reinterpret_cast<T*>(smem)};
   std::uint8_t* kv_base = smem + q_tile::elements * sizeof(T);
   constexpr int tile_bytes = kv_tile::elements * static_cast<int>(sizeof(T));
-  // 16-bit: landing = compute tiles, K[2] then V[2]. FP8: compute K, V, then raw K[2], raw V[2].
-  const kv_tile sK16{reinterpret_cast<T*>(kv_base)}, sV16{reinterpret_cast<T*>(kv_base + 2 * tile_bytes)};
+  // 16-bit: landing = compute tiles, K[Stages] then V[Stages]. FP8: compute K, V, then raw K[Stages], raw V[Stages].
+  const kv_tile sK16{reinterpret_cast<T*>(kv_base)}, sV16{reinterpret_cast<T*>(kv_base + Stages * tile_bytes)};
   const kv_tile cK8{reinterpret_cast<T*>(kv_base)}, cV8{reinterpret_cast<T*>(kv_base + tile_bytes)};
   std::uint8_t* rawK = kv_base + 2 * tile_bytes;
-  std::uint8_t* rawV = rawK + 2 * BN * D;
-  std::uint8_t* after_kv = fp8 ? rawV + 2 * BN * D : kv_base + 4 * tile_bytes;
+  std::uint8_t* rawV = rawK + Stages * BN * D;
+  std::uint8_t* after_kv = fp8 ? rawV + Stages * BN * D : kv_base + 2 * Stages * tile_bytes;
   const p_tile sP{reinterpret_cast<T*>(after_kv) + w * p_tile::elements};
 
   // Q: the block's packed rows (row t: query t / group, head hk * group + t % group); rows past n_rows zero.
@@ -238,8 +239,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       async_copy_16(sQ.at(r, c * q_tile::per_copy), src, ok);
     }
   }
-  // Row offsets of two tiles, K then V: [2][2][BN] int64 after the P tiles (16-byte aligned); tile nb's at
-  // parity (n_last - nb) & 1.
+  // A ring of Stages tiles: tile nb (the it-th walked, it = n_last - nb) lands in slot it % Stages, Stages - 1
+  // tiles in flight while one is computed. Row offsets of Stages tiles, K then V: [Stages][2][BN] int64 after
+  // the P tiles (16-byte aligned), slot as the tile's.
   constexpr int p_bytes = s_regs::feeds_a ? 0 : (warps * p_tile::elements * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
   auto* offs = reinterpret_cast<std::int64_t*>(after_kv + p_bytes);
   static_assert(BN <= Threads, "decode: one thread per row looks up the tile's rows");
@@ -248,26 +250,30 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     offs[slot * 2 * BN + tid] = o.k;
     offs[slot * 2 * BN + BN + tid] = o.v;
   };
-  const auto issue = [&](int buf) {
-    const std::int64_t* ko = offs + buf * 2 * BN;
+  const auto issue = [&](int slot) {
+    const std::int64_t* ko = offs + slot * 2 * BN;
     if (fp8)
-      attn_dec::load_kv<Threads, BN, D, 1>(p, ko, ko + BN, rawK + buf * BN * D, rawV + buf * BN * D, D, tid);
+      attn_dec::load_kv<Threads, BN, D, 1>(p, ko, ko + BN, rawK + slot * BN * D, rawV + slot * BN * D, D, tid);
     else
-      attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK16.next(buf).data),
-                                                   reinterpret_cast<std::uint8_t*>(sV16.next(buf).data),
+      attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK16.next(slot).data),
+                                                   reinterpret_cast<std::uint8_t*>(sV16.next(slot).data),
                                                    kv_tile::ld * static_cast<int>(sizeof(T)), tid);
   };
   bool bad = false;
   if (tid < BN) {
-    for (int i = 0; i < 2 && n_last - i >= n_first; ++i) {
+    for (int i = 0; i < Stages && n_last - i >= n_first; ++i) {
       const attn_dec::row_offsets o = attn_dec::row_offsets_of(p, b, hk, (n_last - i) * BN, tid, sk, kv_bytes);
       bad |= o.bad;
       put(i, o);
     }
   }
   block::sync();
-  if (n_last >= n_first) issue(0);
-  async_copy_commit();
+  // Stages - 1 groups in flight before the loop (one per tile; empty groups past the split keep the count).
+#pragma unroll
+  for (int i = 0; i < Stages - 1; ++i) {
+    if (n_last - i >= n_first) issue(i);
+    async_copy_commit();
+  }
 
   // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
   // scale, V's into the output.
@@ -285,15 +291,29 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   softmax.init();
 
   for (int nb = n_last, it = 0; nb >= n_first; --nb, ++it) {
-    const int buf = it & 1;
-    async_copy_wait_all();
-    block::sync();  // tile nb (and Q) landed, nb - 1's pages are known; every warp is done with the buffers written next
-    if (nb > n_first) issue(buf ^ 1);
-    async_copy_commit();
-    // Tile nb - 2's rows: looked up now, stored after this tile's work (into the slot tile nb's rows leave).
+    const int buf = it % Stages;
+    if constexpr (Stages == 1) {
+      // One buffer (targets without asynchronous copies, whose loads complete as they are issued): load the
+      // tile once every warp is done with the last one, then compute it.
+      block::sync();
+      issue(0);
+      async_copy_commit();
+      async_copy_wait_all();
+      block::sync();
+    } else {
+      async_copy_wait_pending<Stages - 2>();
+      block::sync();  // tile nb (and Q) landed; every warp is done with tile nb + 1's slot, written next
+      // Tile nb - (Stages - 1) into the slot tile nb + 1 leaves (its offsets are there, looked up a tile ago).
+      const int ahead = nb - (Stages - 1), ahead_slot = (it + Stages - 1) % Stages;
+      if (ahead >= n_first) issue(ahead_slot);
+      async_copy_commit();
+    }
+    // Tile nb - Stages's rows: looked up now, stored after this tile's work into this tile's slot (the next
+    // iteration issues that tile from it).
     attn_dec::row_offsets next;
-    if (tid < BN && nb - 2 >= n_first) {
-      next = attn_dec::row_offsets_of(p, b, hk, (nb - 2) * BN, tid, sk, kv_bytes);
+    const bool lookup = tid < BN && nb - Stages >= n_first;
+    if (lookup) {
+      next = attn_dec::row_offsets_of(p, b, hk, (nb - Stages) * BN, tid, sk, kv_bytes);
       bad |= next.bad;
     }
     kv_tile cK = sK16.next(buf), cV = sV16.next(buf);
@@ -324,7 +344,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       warp<>::sync();
     }
     attn::pv(acc_o, acc_s, sP, wV, lane);
-    if (tid < BN && nb - 2 >= n_first) put(buf, next);
+    if (lookup) put(buf, next);
   }
 
   // Merge the warps: each warp's rows have (lse_w, O_w / l_w); the block's lse = log sum_w exp(lse_w) and
@@ -525,7 +545,7 @@ PK_KERNEL void kv_append_finish_kernel(attention::append_params p) {
 //! The decode candidate list this target compiles (one per vendor, as the forward's).
 template <class T, int D, std::size_t I>
 status attn_decode_launch_policy(const attention::decode_call& c) {
-  constexpr attention::decode_policy pol = attention::decode_candidates(attention::family_of(vendor_of(this_target)))[I];
+  constexpr attention::decode_policy pol = attention::decode_candidates(attention::family_of(vendor_of(this_target)), D)[I];
   constexpr bool staged_p = attention::stages_p(attention::family_of(vendor_of(this_target)));
   static const std::string name = attention::decode_name_of(pol, std::is_same_v<T, bf16> ? "bf16" : "f16", D);
   launch_shape shape;
@@ -536,7 +556,7 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
   shape.dynamic_smem = static_cast<std::size_t>(
       attention::decode_smem_bytes(pol, D, sizeof(T), c.p.format != attention::kv_format::same, staged_p));
   shape.name = name.c_str();
-  PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, pol.block_m, pol.block_n, pol.block_threads>, shape, c.p));
+  PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, pol.block_m, pol.block_n, pol.block_threads, pol.stages>, shape, c.p));
   if (c.p.splits == 1) return {};
   constexpr int combine_threads = 128;
   constexpr int rows_per_block = combine_threads / (D / 4);
@@ -580,7 +600,7 @@ template <class T, int D>
 status attn_decode_launch(const attention::decode_call& c) {
   if (c.append) return kv_append_launch<T, D>(c);
   return attn_decode_launch_indexed<T, D>(
-      c, std::make_index_sequence<attention::decode_candidate_count(attention::family_of(vendor_of(this_target)))>{});
+      c, std::make_index_sequence<attention::decode_candidate_count(attention::family_of(vendor_of(this_target)), D)>{});
 }
 
 }  // namespace impl

@@ -66,7 +66,7 @@ struct append_params {
 
 struct decode_call {
   const stream* s = nullptr;
-  int policy = 0;  //!< index into decode_candidates(family)
+  int policy = 0;  //!< index into decode_candidates(family, head_dim)
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   int batch = 1;
   decode_params p;
