@@ -99,6 +99,7 @@ plan choose(const device_desc& d, std::span<const candidate> cands, const cost_f
     cost_estimate ce;
     if (cost) ce = cost(c, occ);
     e.predicted_us = ce.predicted_us;
+    e.param = ce.param;
     std::ostringstream r;
     r << occ.blocks_per_sm << " blocks/SM (" << occ.occupancy * 100.0 << "% occupancy, limited by " << occ.limiter
       << "), predicted " << fmt_us(ce.predicted_us);

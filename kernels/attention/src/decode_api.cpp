@@ -146,11 +146,11 @@ decode_plan plan_decode(const archdb::device_desc& device, const decode_problem&
         << occ.blocks_per_sm << "/SM); per tile " << s.tile_us << " us (one " << p.block_n << "-key K/V tile in flight per block: "
         << tile_fixed_us << " us + its bytes at " << block_stream_bytes_per_us / 1e3 << " GB/s, or the achievable bandwidth shared by the resident blocks"
         << (fp8 ? ", or the FP8 conversion" : "") << ")" << (s.splits > 1 ? " + the split combine" : "");
-    return archdb::cost_estimate{s.us, why.str()};
+    return archdb::cost_estimate{s.us, why.str(), s.splits};
   });
   if (out.choice.index >= 0) {
     const decode_policy& p = pols[static_cast<std::size_t>(out.choice.index)];
-    out.splits = best_splits(device, pr, p, out.choice.occ).splits;
+    out.splits = out.choice.all[static_cast<std::size_t>(out.choice.index)].param;
     out.m_blocks = static_cast<int>(ceil_div(out.rows, p.block_m));
   }
   return out;
@@ -332,7 +332,10 @@ status attention_decode(const stream& s, const decode_args& a) {
   const attention::family fam = attention::family_of(s.device().vendor_id);
   const attention::decode_policy& pol = attention::decode_candidates(fam, hd)[static_cast<std::size_t>(index)];
   // The split count of the policy that runs (the plan's, or a forced one's), from the same model.
-  const int splits = attention::best_splits(s.device(), pr, pol, pl->all[static_cast<std::size_t>(index)].occ).splits;
+  // The split count of the policy that runs (the plan's, a tuned winner's or a forced one's): planned with it
+  // and cached with the plan.
+  const int splits = pl->all[static_cast<std::size_t>(index)].param;
+  if (splits < 1 || splits > max_decode_splits) return {errc::internal, std::string(fn) + ": the plan has no split count"};
   const std::int64_t rows = sq * (hq / hkv);
   const std::int64_t m_blocks = (rows + pol.block_m - 1) / pol.block_m;
   if (m_blocks * hkv > 65535) return bad("q: seqlen_q x heads_q = " + std::to_string(sq * hq) + " needs more than 65535 blocks per sequence");

@@ -50,6 +50,7 @@ fit_result check_fit(const device_desc& d, const candidate& c);
 struct cost_estimate {
   double predicted_us = 0;
   std::string why;
+  int param = 0;  //!< a family's runtime parameter planned with the candidate (decode: key splits); 0: none
 };
 
 //! The planner's choice. index == -1 when no candidate fits.
@@ -64,6 +65,7 @@ struct plan {
     bool fits = false;
     std::string reason;  //!< fit failure, or occupancy and the cost function's explanation
     double predicted_us = 0;
+    int param = 0;             //!< the cost function's runtime parameter for this candidate (cost_estimate::param)
     kernel_resources res;      //!< the candidate's resources as given to choose()
     occupancy_result occ;      //!< its occupancy on the device (blocks_per_sm 0 when it does not fit)
   };
