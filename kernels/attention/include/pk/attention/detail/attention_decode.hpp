@@ -8,8 +8,8 @@
 // keys (BN / warps keys each, all BM rows each) and keep their own online softmax; at the end they merge
 // through shared memory (the same log-sum-exp rule as the split combine). K/V rows are gathered through
 // the block table (one page lookup per row, 16-byte asynchronous copies) into a ring of Stages tiles. FP8 caches land
-// as bytes and are turned into T tiles in shared memory by a bit shuffle that makes a 16-bit float of the
-// code's value times 2^-fp8_shift (exact; the shift is folded into the K and V scales).
+// as bytes and are turned into T tiles in shared memory (pk/portable/fp8.hpp: the hardware conversion where
+// the arch has one, else a bit shuffle; exact, with a power-of-two offset folded into the K and V scales).
 //
 // One split: the block writes the output and LSE. Several: normalised fp32 partial outputs and their LSEs,
 // merged by attn_decode_combine_kernel.
@@ -26,6 +26,7 @@
 #include <pk/attention/detail/decode_call.hpp>
 #include <pk/portable/async_copy.hpp>
 #include <pk/portable/block.hpp>
+#include <pk/portable/fp8.hpp>
 #include <pk/portable/math.hpp>
 #include <pk/portable/memory.hpp>
 #include <pk/portable/launch.hpp>
@@ -39,44 +40,6 @@
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 namespace attn_dec {
-
-//! The FP8 -> 16-bit shuffle: code's value times 2^-fp8_shift(fnuz) (fn: bias 7 -> 15 is 2^-8; fnuz: 2^-7).
-PK_HOST_DEVICE constexpr int fp8_shift(bool fnuz) { return fnuz ? 7 : 8; }
-
-//! Four e4m3 codes (bytes of x, lowest first) as four binary16 (two per word, lowest first), each the code's
-//! value times 2^-fp8_shift: sign to bit 15, exponent and mantissa one bit right of the byte's position in
-//! the half's high byte, which rebiases normal and subnormal codes alike. NaN codes give a binary16 NaN.
-template <bool Fnuz>
-PK_DEVICE PK_FORCEINLINE void e4m3x4_to_half_bits(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
-  const std::uint32_t t0 = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16);
-  const std::uint32_t t1 = ((x & 0xff0000u) >> 8) | (x & 0xff000000u);
-  lo = (t0 & 0x80008000u) | ((t0 & 0x7f007f00u) >> 1);
-  hi = (t1 & 0x80008000u) | ((t1 & 0x7f007f00u) >> 1);
-  // Any NaN code among the four (fn: low 7 bits all ones; fnuz: 0x80)? Rare: fixed one byte at a time.
-  const std::uint32_t v = Fnuz ? x ^ 0x80808080u : 0u;
-  const bool nan = Fnuz ? ((v - 0x01010101u) & ~v & 0x80808080u) != 0 : (((x & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u) != 0;
-  if (nan) {
-    std::uint32_t* w[2] = {&lo, &hi};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const std::uint32_t b = (x >> (8 * i)) & 0xffu;
-      if (Fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) *w[i / 2] |= 0x7e00u << (16 * (i % 2));
-    }
-  }
-}
-
-//! binary16 bits (a value that bf16 holds exactly) to T.
-template <class T>
-PK_DEVICE PK_FORCEINLINE std::uint32_t half2_to(std::uint32_t h2) {
-  if constexpr (std::is_same_v<T, fp16>) {
-    return h2;
-  } else {
-    const float a = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 & 0xffffu));
-    const float b = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 >> 16));
-    // Exact values: the upper half of the binary32 is the bf16 (NaN stays NaN).
-    return (::pk::detail::bit_cast<std::uint32_t>(a) >> 16) | (::pk::detail::bit_cast<std::uint32_t>(b) & 0xffff0000u);
-  }
-}
 
 //! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
 //! caches: page b).
@@ -130,7 +93,8 @@ PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const s
   }
 }
 
-//! Turns a raw FP8 tile [BN][D] bytes into a T tile (row pitch ld elements), 16 codes per step.
+//! Turns a raw FP8 tile [BN][D] bytes into a T tile (row pitch ld elements), 16 codes per step, each the
+//! code's value times 2^-fp8_convert_shift<T, Fnuz> (pk/portable/fp8.hpp).
 template <class T, int Threads, int BN, int D, bool Fnuz>
 PK_DEVICE PK_FORCEINLINE void convert_fp8(const std::uint8_t* src, T* dst, int ld, int tid) {
   constexpr int chunks = D / tile_copy_bytes;
@@ -141,13 +105,8 @@ PK_DEVICE PK_FORCEINLINE void convert_fp8(const std::uint8_t* src, T* dst, int l
     vec<std::uint32_t, 4> out0, out1;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      std::uint32_t lo, hi;
-      e4m3x4_to_half_bits<Fnuz>(in[j], lo, hi);
-      out0[2 * j] = half2_to<T>(lo);
-      out0[2 * j + 1] = half2_to<T>(hi);
-      e4m3x4_to_half_bits<Fnuz>(in[j + 2], lo, hi);
-      out1[2 * j] = half2_to<T>(lo);
-      out1[2 * j + 1] = half2_to<T>(hi);
+      fp8x4_to<T, Fnuz>(in[j], out0[2 * j], out0[2 * j + 1]);
+      fp8x4_to<T, Fnuz>(in[j + 2], out1[2 * j], out1[2 * j + 1]);
     }
     auto* d = reinterpret_cast<std::uint32_t*>(dst + r * ld + c * tile_copy_bytes);
     store_vec(d, out0);
@@ -278,7 +237,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
   // scale, V's into the output.
   const bool fnuz = p.format == attention::kv_format::e4m3fnuz;
-  const float shift = fp8 ? static_cast<float>(1 << attn_dec::fp8_shift(fnuz)) : 1.0f;
+  const float shift =
+      fp8 ? static_cast<float>(1 << (fnuz ? fp8_convert_shift<T, true> : fp8_convert_shift<T, false>)) : 1.0f;
   const float k_scale = (p.k_scale != nullptr ? p.k_scale[hk] : 1.0f) * shift;
   const float v_scale = (p.v_scale != nullptr ? p.v_scale[hk] : 1.0f) * shift;
   const float scale_log2 = p.scale_log2 * k_scale;
