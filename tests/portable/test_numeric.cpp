@@ -447,6 +447,90 @@ static_assert(pk::to_float(pk::bf16::from_bits(0xc040u)) == -3.0f);
 static_assert(static_cast<float>(pk::bf16(2.5f)) == 2.5f);
 #endif
 
+
+// ---------------------------------------------------------------------------------------------
+// FP8 e4m3 (fn: bias 7, max 448, NaN S.1111.111; fnuz: bias 8, max 240, NaN 0x80, no -0). Reference written
+// here from the bit fields, in double; rounding by exhaustive search over every finite code.
+double ref_e4m3(std::uint8_t b, bool fnuz) {
+  const int bias = fnuz ? 8 : 7;
+  if (fnuz ? b == 0x80 : (b & 0x7f) == 0x7f) return std::numeric_limits<double>::quiet_NaN();
+  const int e = (b >> 3) & 0xf, m = b & 7;
+  const double mag = e == 0 ? std::ldexp(m / 8.0, 1 - bias) : std::ldexp(1.0 + m / 8.0, e - bias);
+  return (b & 0x80) ? -mag : mag;
+}
+// The code nearest to x among the finite codes of x's sign (fnuz: +0 too, it has no -0), ties to the even
+// code (lowest bit 0: the even significand); infinities saturate to the largest finite value of their sign; NaN
+// gives the format's NaN (fn: sign kept).
+std::uint8_t ref_round_e4m3(double x, bool fnuz) {
+  if (std::isnan(x)) return fnuz ? 0x80 : static_cast<std::uint8_t>((std::signbit(x) ? 0x80 : 0) | 0x7f);
+  const bool neg = std::signbit(x);
+  // Past the largest finite value (infinities too): saturate (a plain distance search would tie in double).
+  if (std::fabs(x) >= (fnuz ? 240.0 : 448.0)) return static_cast<std::uint8_t>((neg ? 0x80 : 0) | (fnuz ? 0x7f : 0x7e));
+  int best = -1;
+  double best_d = 0;
+  for (int c = 0; c < 256; ++c) {
+    const double v = ref_e4m3(static_cast<std::uint8_t>(c), fnuz);
+    if (std::isnan(v)) continue;
+    const bool allowed = ((c & 0x80) != 0) == neg || (fnuz && c == 0);
+    if (!allowed) continue;
+    const double d = std::fabs(v - x);
+    if (best < 0 || d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
+  }
+  return static_cast<std::uint8_t>(best);
+}
+
+template <bool Fnuz>
+void check_e4m3() {
+  using T = pk::basic_e4m3<Fnuz>;
+  // Widening: every code, exactly.
+  for (int c = 0; c < 256; ++c) {
+    const double r = ref_e4m3(static_cast<std::uint8_t>(c), Fnuz);
+    const float got = T::from_bits(static_cast<std::uint8_t>(c));
+    if (std::isnan(r)) {
+      EXPECT_TRUE(std::isnan(got)) << "code " << c;
+    } else {
+      EXPECT_EQ(static_cast<double>(got), r) << "code " << c;
+      EXPECT_EQ(std::signbit(got), std::signbit(r)) << "code " << c;
+    }
+  }
+  // Narrowing: every code's value and the midpoints (and a hair either side) between neighbours, values past
+  // the largest finite one, infinities, NaN, and random floats over the whole range.
+  std::vector<double> vals;
+  for (int c = 0; c < 256; ++c) {
+    const double v = ref_e4m3(static_cast<std::uint8_t>(c), Fnuz);
+    if (!std::isnan(v)) vals.push_back(v);
+  }
+  std::sort(vals.begin(), vals.end());
+  std::vector<float> xs;
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    xs.push_back(static_cast<float>(vals[i]));
+    if (i + 1 < vals.size()) {
+      const float mid = static_cast<float>((vals[i] + vals[i + 1]) / 2);
+      xs.push_back(mid);
+      xs.push_back(std::nextafter(mid, -INFINITY));
+      xs.push_back(std::nextafter(mid, INFINITY));
+    }
+  }
+  const float mx = T::max();
+  for (float x : {mx, mx * 1.03f, mx * 1.07f, mx * 2, 1e30f, INFINITY, -mx * 1.07f, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f})
+    xs.push_back(x);
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> u(-600.0f, 600.0f);
+  std::uniform_real_distribution<float> small(-0.02f, 0.02f);
+  for (int i = 0; i < 20000; ++i) xs.push_back(u(rng)), xs.push_back(small(rng));
+  for (float x : xs) {
+    const std::uint8_t want = ref_round_e4m3(x, Fnuz);
+    const std::uint8_t got = T(x).bits;
+    ASSERT_EQ(got, want) << (Fnuz ? "fnuz" : "fn") << ": x = " << x << " (" << std::hexfloat << x << std::defaultfloat
+                         << "): got " << ref_e4m3(got, Fnuz) << ", want " << ref_e4m3(want, Fnuz);
+  }
+  const std::uint8_t nan = T(std::numeric_limits<float>::quiet_NaN()).bits;
+  EXPECT_TRUE(std::isnan(ref_e4m3(nan, Fnuz)));
+}
+
+TEST(Portable_Fp8, E4m3fnAgainstTheReference) { check_e4m3<false>(); }
+TEST(Portable_Fp8, E4m3fnuzAgainstTheReference) { check_e4m3<true>(); }
+
 TEST(Portable_NumericTraits, ConstexprConversionsAvailable) {
   EXPECT_EQ(PK_NUMERIC_CONSTEXPR_CONVERSIONS, 1) << "this host compiler lacks __builtin_bit_cast";
 }

@@ -163,8 +163,8 @@ class attention_family final : public family {
           out.push_back(std::move(e));
         }
       }
-    // Decode: attn_decode_kernel<T, D, BM, BN, Threads, Stages> (attention_decode.hpp), planned with a 16-bit cache
-    // (the larger shared-memory footprint of the two cache formats).
+    // Decode: attn_decode_kernel<T, D, BM, BN, Threads, Stages> (attention_decode.hpp); the planned dynamic shared
+    // memory is the larger of the two cache formats' (16-bit and FP8 differ by target and stages).
     for (const auto& t : attn_dtypes)
       for (const int hd : attention::decode_head_dims) {
         attention::decode_problem pr;
@@ -182,6 +182,9 @@ class attention_family final : public family {
                      std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
                      std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
+          e.planned.dynamic_smem = std::max(attention::decode_smem_bytes(pol, hd, 2, false, attention::stages_p(fam)),
+                                            attention::decode_smem_bytes(pol, hd, 2, true, attention::stages_p(fam)));
+          e.declares_spills = attention::decode_declares_spills(fam, pol, hd);
           out.push_back(std::move(e));
         }
       }

@@ -128,6 +128,7 @@ decode_plan plan_decode(const archdb::device_desc& device, const decode_problem&
     c.res.threads_per_block = p.block_threads;
     c.res.dynamic_smem = decode_smem_bytes(p, pr.head_dim, eb, fp8, stages_p(fam));
     c.res.regs_per_thread = decode_regs(device, p, pr.head_dim);
+    c.declares_spills = decode_declares_spills(fam, p, pr.head_dim);
     cands.push_back(c);
   }
   const int group = pr.heads_q / std::max(1, pr.heads_kv);
@@ -213,8 +214,9 @@ status check_cache(std::string_view f, const kv_cache& c, dtype q_type, int head
     if (t.shape[0] != batch)
       return err("cache.block_table: shape[0] = " + std::to_string(t.shape[0]) + " differs from the batch " + std::to_string(batch));
     if (t.shape[1] < 1) return err("cache.block_table: shape[1] (max_pages_per_seq) must be >= 1");
-    if (t.stride[1] != 1 || t.stride[0] < 0 || (t.shape[0] > 1 && t.stride[0] < t.shape[1]))
-      return err("cache.block_table: rows must be contiguous (stride[1] == 1) and not overlap (stride[0] >= shape[1])");
+    // Read only: rows may overlap or repeat (stride[0] 0: one table for every sequence).
+    if (t.stride[1] != 1 || t.stride[0] < 0)
+      return err("cache.block_table: rows must be contiguous (stride[1] == 1) with a non-negative row stride");
     if (reinterpret_cast<std::uintptr_t>(t.data) % alignof(std::int32_t) != 0) return err("cache.block_table: must be 4-byte aligned");
     out.page_size = c.k.shape[1];
     if (!is_pow2(out.page_size) || out.page_size > max_page_size)
@@ -239,6 +241,11 @@ status check_cache(std::string_view f, const kv_cache& c, dtype q_type, int head
 
 // The emulator's device memory is host memory: the lengths and the pages they reach are checked there.
 status check_slots_on_host(std::string_view f, const kv_cache& c, const cache_layout& l, int batch, int extra_tokens) {
+  for (const auto& [name, sc] : {std::pair{"cache.k_scale", c.k_scale}, std::pair{"cache.v_scale", c.v_scale}})
+    for (int h = 0; sc != nullptr && h < l.heads_kv; ++h)
+      if (!(sc[h] > 0.0f) || !std::isfinite(sc[h]))
+        return invalid_argument(std::string(f) + ": " + name + "[" + std::to_string(h) + "] = " + std::to_string(sc[h]) +
+                                " must be finite and positive");
   for (int b = 0; b < batch; ++b) {
     const std::int64_t len = c.seqlens[b];
     const std::int64_t end = len + extra_tokens;

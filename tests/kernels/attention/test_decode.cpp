@@ -335,6 +335,17 @@ TEST_P(AttentionDecode, SeveralQueriesCausalAndWindows) {
     run_decode(s, c, sd + static_cast<std::uint64_t>(m.l * 7 + m.r));
     if (HasFatalFailure()) return;
   }
+  // 4 queries x 6 heads per KV head: 24 packed rows, so a query's heads straddle two blocks of rows.
+  {
+    decode_case c;
+    c.sq = 4;
+    c.heads_q = 12;
+    c.heads_kv = 2;
+    c.causal = true;
+    c.lens = {33, 3};
+    run_decode(s, c, sd + 98);
+    if (HasFatalFailure()) return;
+  }
   // 4 queries x 16 heads per KV head: 64 packed rows.
   decode_case c;
   c.sq = 4;
@@ -345,7 +356,7 @@ TEST_P(AttentionDecode, SeveralQueriesCausalAndWindows) {
   run_decode(s, c, sd + 99);
 }
 
-TEST_P(AttentionDecode, ForcedSplitsMatchOneSplit) {
+TEST_P(AttentionDecode, ForcedSplitCounts) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
@@ -441,8 +452,9 @@ TEST_P(AttentionDecode, Fp8CachesBothVariants) {
 }
 
 // Appends new tokens into a cache (16-bit and FP8): the cache then holds exactly the bytes the CPU writes
-// (FP8: x * (1 / scale) rounded to nearest even, saturating), so decode over it is decode over a cache filled
-// on the CPU (the other tests). A slot past the table is an error and writes nothing.
+// (FP8: x * (1 / scale) rounded to nearest even, saturating; the rounding itself is checked against an
+// independent reference in tests/portable/test_numeric.cpp), a slot past the table is an error and writes
+// nothing, and decode over the appended cache equals decode over the CPU's bytes.
 TEST_P(AttentionDecode, AppendThenDecode) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
@@ -524,6 +536,37 @@ TEST_P(AttentionDecode, AppendThenDecode) {
     std::vector<std::uint8_t> gk2;
     ASSERT_TRUE(dc.k.download(gk2));
     EXPECT_EQ(gk2, gk) << "a rejected append must not write";
+
+    // Decode with the new tokens counted, over the appended cache and over the CPU's bytes uploaded afresh: the
+    // same output, bit for bit.
+    std::vector<std::int32_t> grown(c.lens.begin(), c.lens.end());
+    for (auto& l : grown) l += nt;
+    device_buffer<std::int32_t> dgrown;
+    ASSERT_TRUE(dgrown.allocate(s, grown.size()) && dgrown.upload(grown));
+    device_cache cpu;
+    kv_cache kcpu;
+    ASSERT_TRUE(upload(s, c, expect, cpu, kcpu));
+    const std::size_t nq = static_cast<std::size_t>(B) * c.heads_q * c.d;
+    std::vector<std::uint16_t> qh(nq);
+    for (auto& x : qh) x = to_bits(c.type, nd(rng) * 0.25f);
+    device_buffer<std::uint16_t> dq, o1, o2;
+    ASSERT_TRUE(dq.allocate(s, nq) && dq.upload(qh) && o1.allocate(s, nq) && o2.allocate(s, nq));
+    decode_args da;
+    da.q = contiguous(dq.data(), c.type, {std::int64_t{B}, 1, std::int64_t{c.heads_q}, std::int64_t{c.d}});
+    da.out = da.q;
+    da.out.data = o1.data();
+    da.cache = kc;
+    da.cache.seqlens = dgrown.data();
+    ASSERT_TRUE(attention_decode(s, da));
+    da.out.data = o2.data();
+    da.cache = kcpu;
+    da.cache.seqlens = dgrown.data();
+    ASSERT_TRUE(attention_decode(s, da));
+    ASSERT_TRUE(synchronize(s));
+    std::vector<std::uint16_t> h1, h2;
+    ASSERT_TRUE(o1.download(h1) && o2.download(h2));
+    EXPECT_EQ(h1, h2) << to_string(kv) << ": decode after the append differs from decode over the CPU-filled cache";
+    for (std::uint16_t x : h1) ASSERT_TRUE(std::isfinite(from_bits(c.type, x)));
   }
 }
 

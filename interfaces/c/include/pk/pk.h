@@ -262,7 +262,9 @@ pk_status pk_attention_forward(pk_stream_t stream, const pk_attention_args* args
  *  - KV dtypes: q's dtype, or FP8 e4m3 in either variant (PK_DTYPE_F8E4M3FN: OCP, NVIDIA and gfx950
  *    hardware; PK_DTYPE_F8E4M3FNUZ: gfx942 hardware): the cache's dtype says which one it holds and it is
  *    never read as the other. FP8 caches take per-KV-head fp32 scales k_scale/v_scale (device [heads_kv];
- *    NULL: 1.0; NULL for 16-bit caches): the real value is code * scale. q and out are never FP8.
+ *    NULL: 1.0; NULL for 16-bit caches; finite and positive): the real value is code * scale. q and out
+ *    are never FP8. FP8 cache strides are multiples of 16 elements (16-byte rows). FP8 at head_dim 256 is
+ *    unsupported on devices with 64 KB of shared memory per block (MI300X, MI250X).
  *  - Validation of the block table and seqlens contents: on the emulator (where device memory is host
  *    memory) they are checked and bad entries give PK_ERROR_INVALID_ARGUMENT before anything is written.
  *    On a GPU they are the caller's precondition; the kernels still never read or write out of bounds: a
@@ -289,7 +291,7 @@ typedef struct pk_decode_args {
   int32_t causal;               /* non-zero: causal among the new tokens, bottom-right aligned */
   int32_t window_left;          /* sliding window; -1: unbounded */
   int32_t window_right;         /* -1: unbounded */
-  int32_t num_splits;           /* 0: the planner's; else 1..128 */
+  int32_t num_splits;           /* 0: the planner's; else 1..128 (at most one split per key tile) */
   int32_t max_seqlen_k;         /* the longest sequence, for the planner's split count; 0: the capacity */
   int32_t* error;               /* optional device int32: set to 1 when the GPU finds a bad slot (see above) */
   const char* policy;           /* NULL: the plan's choice; else the name of a compiled decode candidate */

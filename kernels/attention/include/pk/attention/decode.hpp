@@ -8,14 +8,16 @@
 //   if (auto st = pk::attention_decode(s, a); !st) std::cerr << st.to_string();
 //
 // Argument rules:
-//  - q, out: [batch, seqlen_q, heads_q, head_dim], rank 4, seqlen_q 1..16 (max_decode_seqlen_q); the last
+//  - q, out: [batch, seqlen_q, heads_q, head_dim], rank 4, seqlen_q 1..16 (max_decode_seqlen_q; 0 computes
+//    nothing and succeeds, as an empty batch does); the last
 //    dimension contiguous, the others non-negative multiples of 8 elements, data 16-byte aligned; dtypes bf16
 //    or f16 (out has q's dtype); head_dim 64, 128 or 256 (decode_head_dims); out's elements distinct.
 //  - The cache, paged: k and v [num_pages, page_size, heads_kv, head_dim] with block_table [batch,
 //    max_pages_per_seq] int32 (device memory, any row stride, last stride 1): token t of sequence b is row
 //    t % page_size of page block_table[b][t / page_size]. page_size a power of two from 1 to 256 (others:
 //    unsupported). Contiguous (block_table.data null): k and v [batch, capacity, heads_kv, head_dim]. Strides
-//    as for q; heads_kv divides heads_q (grouped-query attention).
+//    as for q in 16-byte rows (multiples of 8 elements for 16-bit caches, of 16 for FP8); heads_kv divides
+//    heads_q (grouped-query attention).
 //  - seqlens (device int32 [batch]): tokens in the cache for each sequence, the new ones included; 0 <=
 //    seqlens[b] <= the capacity (max_pages_per_seq * page_size, or capacity). The query tokens are the last
 //    seqlen_q positions of the sequence: masks are bottom-right aligned (diag = seqlens[b] - seqlen_q), as in
@@ -24,7 +26,8 @@
 //  - KV dtypes: the queries' dtype, or FP8 e4m3 in either variant (dtype::f8e4m3fn, OCP, NVIDIA and gfx950
 //    hardware; dtype::f8e4m3fnuz, gfx942 hardware): the cache's dtype says which one it holds and is never read
 //    as the other. FP8 caches take per-KV-head fp32 scales k_scale/v_scale (device [heads_kv]; null: 1.0):
-//    the real value is code * scale. The dequantization is exact (every e4m3 value is a bf16 and an f16).
+//    the real value is code * scale; scales must be finite and positive (checked on the emulator). The
+//    dequantization is exact (every e4m3 value is a bf16 and an f16).
 //    FP8 at head_dim 256 needs more than 64 KB of shared memory per block: on devices with 64 KB of LDS
 //    (MI300X, MI250X) it is unsupported (16-bit caches are not).
 //  - Validation of the block table and seqlens contents: on the emulator (host backend), where device memory is
@@ -65,7 +68,7 @@ struct decode_args {
   bool causal = false;      //!< among the new tokens, bottom-right aligned (window_right = 0)
   int window_left = -1;
   int window_right = -1;
-  int num_splits = 0;             //!< 0: the planner's; else 1..max_decode_splits
+  int num_splits = 0;             //!< 0: the planner's; else 1..max_decode_splits (at most one per key tile)
   //! The longest sequence (seqlens' maximum), for the planner's split count: 0 = the cache's capacity. The
   //! lengths themselves live in device memory; the kernels read them, the host does not.
   int max_seqlen_k = 0;

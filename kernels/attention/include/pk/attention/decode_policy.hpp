@@ -61,12 +61,21 @@ constexpr std::span<const decode_policy> decode_candidates(family f, int head_di
 }
 constexpr std::size_t decode_candidate_count(family f, int head_dim) { return decode_candidates(f, head_dim).size(); }
 
+//! Candidates that spill and are kept on purpose (the planner and the CI resource check accept them). Every
+//! warp holds all block_m rows of the output, so wave32 targets hold twice the wave64 share: clang-19's remarks
+//! for gfx1100 (WMMA, 2026-11-30) show 102 VGPRs spilled (332 bytes of scratch per lane) at head_dim 128 and 395
+//! (852 bytes) at 256; gfx90a/gfx942 spill none, NVIDIA none (ptxas, sm_80-90a). One AMD list serves both, so
+//! the declaration covers the gfx942 instances too. The fix is 16 rows per block on wave32 targets.
+constexpr bool decode_declares_spills(family f, const decode_policy&, int head_dim) {
+  return f == family::amd && head_dim >= 128;
+}
+
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
 //! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows), for FP8 caches
 //! `stages` raw K and V tiles beside one converted K/V tile; P staged per warp (MFMA/WMMA); the K and V row
-//! offsets of each stage; at least the end-of-block merge (the rows' fp32 output and two statistics per warp).
+//! offsets of each stage; at least the end-of-block merge (the rows' fp32 output, per-row LSEs, per-warp flags).
 //! Warps are counted at 32 lanes, an upper bound for wave64 targets.
 constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, int elem_bytes, bool fp8, bool staged_p) {
   constexpr int min_warp = 32;
@@ -78,7 +87,8 @@ constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, i
                               : 2 * std::int64_t{p.stages} * p.block_n * row;
   // [warps][block_m][block_n / warps + pad]
   const std::int64_t pt = staged_p ? (std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes + 15) / 16 * 16 : 0;
-  const std::int64_t merge = std::int64_t{p.block_m} * head_dim * 4 + 2 * warps * p.block_m * 4;
+  // The merge: the rows' fp32 output, each warp's LSE per row, the merged LSE per row, a flag per warp.
+  const std::int64_t merge = (std::int64_t{p.block_m} * head_dim + warps * p.block_m + p.block_m + warps) * 4;
   const std::int64_t rows = std::int64_t{p.stages} * 2 * p.block_n * 8;  // the K and V row offsets of each stage, int64
   const std::int64_t main = q + kv + pt + rows;
   return main > q + merge ? main : q + merge;

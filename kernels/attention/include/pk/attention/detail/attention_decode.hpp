@@ -149,6 +149,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   using s_regs = reg_tile<atom, BM / atom::M, WN / atom::N>;
   using o_regs = reg_tile<atom, BM / atom::M, D / atom::N>;
   static_assert(kv_slice::ld == kv_tile::ld, "a warp's slice is rows of the tile");
+  static_assert(!is_device_pass || s_regs::feeds_a != attention::stages_p(attention::family_of(archdb::traits(device_arch).vendor_id)),
+                "decode_smem_bytes assumes this P path");
 
   const int split = static_cast<int>(block_idx().x);
   const int hk = static_cast<int>(block_idx().y) % p.heads_kv;
@@ -543,10 +545,12 @@ status kv_append_launch(const attention::decode_call& c) {
   write.grid_y = static_cast<unsigned>(a.batch);
   write.block_x = threads;
   write.name = "kv_append_write";
-  PK_TRY(launch(*c.s, &kv_append_write_kernel<T, D>, write, a));
+  const status written = launch(*c.s, &kv_append_write_kernel<T, D>, write, a);
+  // The finish kernel leaves the workspace flag zero (the counters' rule) even when the write did not launch.
   launch_shape finish;
   finish.name = "kv_append_finish";
-  return launch(*c.s, &kv_append_finish_kernel<T>, finish, a);
+  const status finished = launch(*c.s, &kv_append_finish_kernel<T>, finish, a);
+  return !written ? written : finished;
 }
 
 template <class T, int D, std::size_t... I>
