@@ -35,6 +35,9 @@ struct decode_case {
   bool scales = true;  // FP8: random per-head scales (else null: 1.0)
   int extra = 0;       // positions past each length whose pages are mapped (room for an append)
   std::string policy;  // a forced decode candidate ("": the plan's)
+  bool lse = true;     // request the LSE
+  float scale = 0;     // softmax_scale (0: 1/sqrt(d))
+  int max_seqlen_k = 0;  // the planner's hint
   std::string label() const {
     std::string s = std::string(to_string(type)) + " kv " + to_string(kv) + " hq" + std::to_string(heads_q) + " hkv" +
                     std::to_string(heads_kv) + " d" + std::to_string(d) + " sq" + std::to_string(sq) +
@@ -73,7 +76,7 @@ cache_data make_cache(const decode_case& c, std::mt19937_64& rng) {
   const int eb = size_of(c.kv);
   const int longest = *std::max_element(c.lens.begin(), c.lens.end());
   const int ps = c.page_size > 0 ? c.page_size : 1;
-  cd.capacity = c.capacity > 0 ? c.capacity : (longest + ps - 1) / ps * ps + ps;
+  cd.capacity = c.capacity > 0 ? c.capacity : (longest + c.extra + ps - 1) / ps * ps + ps;
   if (c.page_size > 0) {
     cd.pages_per_seq = cd.capacity / c.page_size;
     cd.num_pages = cd.pages_per_seq * B + 3;  // spare pages nobody uses
@@ -221,7 +224,9 @@ void run_decode(const stream& s, const decode_case& c, std::uint64_t sd, std::ve
   a.out = a.q;
   a.out.data = dout.data();
   a.cache = kc;
-  a.lse = dlse.data();
+  a.lse = c.lse ? dlse.data() : nullptr;
+  a.softmax_scale = c.scale;
+  a.max_seqlen_k = c.max_seqlen_k;
   a.causal = c.causal;
   a.window_left = c.window_left;
   a.window_right = c.window_right;
@@ -235,7 +240,7 @@ void run_decode(const stream& s, const decode_case& c, std::uint64_t sd, std::ve
   ASSERT_TRUE(dout.download(out) && dlse.download(lse));
   if (out_copy) *out_copy = out;
 
-  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  const double scale = c.scale > 0 ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.d));
   const auto rnd = [&](float x) { return round_to(c.type, x); };
   double err = 0, err_naive = 0, noise = 0, lerr = 0, lerr_naive = 0, lnoise = 0;
   for (int b = 0; b < B; ++b) {
@@ -251,7 +256,9 @@ void run_decode(const stream& s, const decode_case& c, std::uint64_t sd, std::ve
         const std::size_t li = (static_cast<std::size_t>(b) * c.heads_q + h) * c.sq + i;
         const double rl = ref_lse[static_cast<std::size_t>(h) * c.sq + i];
         const bool dead = std::isinf(rl);
-        if (dead) {
+        if (!c.lse) {
+          ASSERT_TRUE(std::isnan(lse[li])) << "the LSE was not requested but written";
+        } else if (dead) {
           ASSERT_TRUE(std::isinf(lse[li]) && lse[li] < 0) << "batch " << b << " row " << i << " head " << h << ": lse " << lse[li];
         } else {
           ASSERT_TRUE(std::isfinite(lse[li])) << "batch " << b << " row " << i << " head " << h << ": lse " << lse[li];
@@ -414,6 +421,26 @@ TEST_P(AttentionDecode, EveryFittingCandidate) {
     }
 }
 
+// Options: no LSE, a softmax scale of the caller's, and a planner hint shorter than the real lengths (the plan
+// may differ; the result may not).
+TEST_P(AttentionDecode, LseScaleAndLengthHint) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  decode_case c;
+  c.lens = {200, 7, 0};
+  c.lse = false;
+  run_decode(s, c, sd);
+  if (HasFatalFailure()) return;
+  c.lse = true;
+  c.scale = 0.37f;
+  run_decode(s, c, sd + 1);
+  if (HasFatalFailure()) return;
+  c.scale = 0;
+  c.max_seqlen_k = 10;
+  run_decode(s, c, sd + 2);
+}
+
 TEST_P(AttentionDecode, ContiguousCache) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
@@ -459,10 +486,19 @@ TEST_P(AttentionDecode, AppendThenDecode) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
-  for (dtype kv : {dtype::bf16, dtype::f8e4m3fn, dtype::f8e4m3fnuz}) {
-    std::mt19937_64 rng(sd + static_cast<std::uint64_t>(kv));
+  struct variant {
+    dtype kv, type;
+    int page_size;
+  };
+  for (const variant var : {variant{dtype::bf16, dtype::bf16, 16}, variant{dtype::f8e4m3fn, dtype::bf16, 16},
+                            variant{dtype::f8e4m3fnuz, dtype::f16, 16}, variant{dtype::f16, dtype::f16, 0},
+                            variant{dtype::f8e4m3fn, dtype::f16, 0}}) {
+    const dtype kv = var.kv;
+    std::mt19937_64 rng(sd + static_cast<std::uint64_t>(kv) * 7 + static_cast<std::uint64_t>(var.page_size));
     decode_case c;
     c.kv = kv;
+    c.type = var.type;
+    c.page_size = var.page_size;
     c.lens = {20, 0, 63};
     c.extra = 3;
     cache_data cd = make_cache(c, rng);
@@ -477,13 +513,15 @@ TEST_P(AttentionDecode, AppendThenDecode) {
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < nt; ++t) {
         const std::int64_t pos = c.lens[static_cast<std::size_t>(b)] + t;
-        const std::int64_t page = cd.table[static_cast<std::size_t>(b * cd.pages_per_seq + pos / c.page_size)];
+        const std::int64_t page =
+            c.page_size > 0 ? cd.table[static_cast<std::size_t>(b * cd.pages_per_seq + pos / c.page_size)] : b;
+        const std::int64_t slot = c.page_size > 0 ? pos % c.page_size : pos;
         for (int h = 0; h < c.heads_kv; ++h)
           for (int e = 0; e < c.d; ++e)
             for (int kvi = 0; kvi < 2; ++kvi) {
               const std::uint16_t x = (kvi == 0 ? kn : vn)[((static_cast<std::size_t>(b) * nt + t) * c.heads_kv + h) * c.d + e];
               auto& bytes_ = kvi == 0 ? expect.k : expect.v;
-              const std::size_t o = at(cd, page, pos % c.page_size, h, e, eb);
+              const std::size_t o = at(cd, page, slot, h, e, eb);
               if (is_fp8(kv)) {
                 const float inv = 1.0f / (kvi == 0 ? cd.k_scale : cd.v_scale)[static_cast<std::size_t>(h)];
                 const float xf = from_bits(c.type, x) * inv;
