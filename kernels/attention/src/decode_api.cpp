@@ -239,6 +239,27 @@ status check_cache(std::string_view f, const kv_cache& c, dtype q_type, int head
   return {};
 }
 
+// The cache as the kernels index it (decode and append alike).
+attention::kv_cache_params cache_params_of(const kv_cache& c, const cache_layout& l) {
+  attention::kv_cache_params p;
+  p.k = const_cast<void*>(c.k.data);
+  p.v = const_cast<void*>(c.v.data);
+  p.k_page = c.k.stride[0], p.k_row = c.k.stride[1], p.k_head = c.k.stride[2];
+  p.v_page = c.v.stride[0], p.v_row = c.v.stride[1], p.v_head = c.v.stride[2];
+  p.block_table = static_cast<const std::int32_t*>(c.block_table.data);
+  p.table_row = l.table_row;
+  p.pages_per_seq = static_cast<int>(l.pages_per_seq);
+  p.page_shift = l.paged ? log2_of(l.page_size) : 0;
+  p.slot_mask = l.paged ? l.page_size - 1 : -1;
+  p.num_pages = l.num_pages;
+  p.capacity = l.capacity;
+  p.seqlens = c.seqlens;
+  p.k_scale = c.k_scale;
+  p.v_scale = c.v_scale;
+  p.format = l.format;
+  return p;
+}
+
 // The emulator's device memory is host memory: the lengths and the pages they reach are checked there.
 status check_slots_on_host(std::string_view f, const kv_cache& c, const cache_layout& l, int batch, int extra_tokens) {
   for (const auto& [name, sc] : {std::pair{"cache.k_scale", c.k_scale}, std::pair{"cache.v_scale", c.v_scale}})
@@ -356,25 +377,11 @@ status attention_decode(const stream& s, const decode_args& a) {
   c.batch = static_cast<int>(batch);
   attention::decode_params& p = c.p;
   p.q = a.q.data;
-  p.k = a.cache.k.data;
-  p.v = a.cache.v.data;
   p.o = const_cast<void*>(a.out.data);
   p.lse = a.lse;
   p.q_batch = a.q.stride[0], p.q_row = a.q.stride[1], p.q_head = a.q.stride[2];
   p.o_batch = a.out.stride[0], p.o_row = a.out.stride[1], p.o_head = a.out.stride[2];
-  p.k_page = a.cache.k.stride[0], p.k_row = a.cache.k.stride[1], p.k_head = a.cache.k.stride[2];
-  p.v_page = a.cache.v.stride[0], p.v_row = a.cache.v.stride[1], p.v_head = a.cache.v.stride[2];
-  p.block_table = static_cast<const std::int32_t*>(a.cache.block_table.data);
-  p.table_row = l.table_row;
-  p.pages_per_seq = static_cast<int>(l.pages_per_seq);
-  p.page_shift = l.paged ? log2_of(l.page_size) : 0;
-  p.slot_mask = l.paged ? l.page_size - 1 : -1;
-  p.num_pages = l.num_pages;
-  p.capacity = l.capacity;
-  p.seqlens = a.cache.seqlens;
-  p.k_scale = a.cache.k_scale;
-  p.v_scale = a.cache.v_scale;
-  p.format = l.format;
+  p.cache = cache_params_of(a.cache, l);
   p.heads_q = static_cast<int>(hq);
   p.heads_kv = static_cast<int>(hkv);
   p.group = static_cast<int>(hq / hkv);
@@ -435,23 +442,9 @@ status kv_cache_append(const stream& s, const kv_append_args& a) {
   attention::append_params& p = c.ap;
   p.k_new = a.k_new.data;
   p.v_new = a.v_new.data;
-  p.k = const_cast<void*>(a.cache.k.data);
-  p.v = const_cast<void*>(a.cache.v.data);
   p.kn_batch = a.k_new.stride[0], p.kn_row = a.k_new.stride[1], p.kn_head = a.k_new.stride[2];
   p.vn_batch = a.v_new.stride[0], p.vn_row = a.v_new.stride[1], p.vn_head = a.v_new.stride[2];
-  p.k_page = a.cache.k.stride[0], p.k_row = a.cache.k.stride[1], p.k_head = a.cache.k.stride[2];
-  p.v_page = a.cache.v.stride[0], p.v_row = a.cache.v.stride[1], p.v_head = a.cache.v.stride[2];
-  p.block_table = static_cast<const std::int32_t*>(a.cache.block_table.data);
-  p.table_row = l.table_row;
-  p.pages_per_seq = static_cast<int>(l.pages_per_seq);
-  p.page_shift = l.paged ? log2_of(l.page_size) : 0;
-  p.slot_mask = l.paged ? l.page_size - 1 : -1;
-  p.num_pages = l.num_pages;
-  p.capacity = l.capacity;
-  p.seqlens = a.cache.seqlens;
-  p.k_scale = a.cache.k_scale;
-  p.v_scale = a.cache.v_scale;
-  p.format = l.format;
+  p.cache = cache_params_of(a.cache, l);
   p.batch = static_cast<int>(batch);
   p.new_tokens = static_cast<int>(nt);
   p.heads_kv = l.heads_kv;

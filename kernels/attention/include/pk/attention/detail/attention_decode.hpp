@@ -43,11 +43,10 @@ namespace attn_dec {
 
 //! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
 //! caches: page b).
-PK_DEVICE PK_FORCEINLINE std::int64_t page_of(const std::int32_t* table, std::int64_t table_row, int page_shift,
-                                              std::int64_t num_pages, int b, std::int64_t t) {
-  if (table == nullptr) return b;
-  const std::int64_t page = table[b * table_row + (t >> page_shift)];
-  return page >= 0 && page < num_pages ? page : -1;
+PK_DEVICE PK_FORCEINLINE std::int64_t page_of(const attention::kv_cache_params& c, int b, std::int64_t t) {
+  if (c.block_table == nullptr) return b;
+  const std::int64_t page = c.block_table[b * c.table_row + (t >> c.page_shift)];
+  return page >= 0 && page < c.num_pages ? page : -1;
 }
 
 //! Where row r of the key tile at n0 lives: byte offsets of its K and V rows (KV head hk) from the caches'
@@ -63,14 +62,14 @@ PK_DEVICE PK_FORCEINLINE row_offsets row_offsets_of(const attention::decode_para
   row_offsets o;
   const int t = n0 + r;
   if (t >= sk) return o;
-  const std::int64_t page = page_of(p.block_table, p.table_row, p.page_shift, p.num_pages, b, t);
+  const std::int64_t page = page_of(p.cache, b, t);
   if (page < 0) {
     o.bad = true;
     return o;
   }
-  const std::int64_t slot = t & p.slot_mask;
-  o.k = (page * p.k_page + slot * p.k_row + hk * p.k_head) * kv_bytes;
-  o.v = (page * p.v_page + slot * p.v_row + hk * p.v_head) * kv_bytes;
+  const std::int64_t slot = t & p.cache.slot_mask;
+  o.k = (page * p.cache.k_page + slot * p.cache.k_row + hk * p.cache.k_head) * kv_bytes;
+  o.v = (page * p.cache.v_page + slot * p.cache.v_row + hk * p.cache.v_head) * kv_bytes;
   return o;
 }
 
@@ -83,8 +82,8 @@ PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const s
   static_assert(Threads % chunks == 0 && BN % (Threads / chunks) == 0, "decode: whole rows per pass");
   constexpr int step = Threads / chunks;
   const int c = tid % chunks;
-  const auto* kb = static_cast<const std::uint8_t*>(p.k) + c * tile_copy_bytes;
-  const auto* vb = static_cast<const std::uint8_t*>(p.v) + c * tile_copy_bytes;
+  const auto* kb = static_cast<const std::uint8_t*>(p.cache.k) + c * tile_copy_bytes;
+  const auto* vb = static_cast<const std::uint8_t*>(p.cache.v) + c * tile_copy_bytes;
 #pragma unroll
   for (int r = tid / chunks; r < BN; r += step) {
     const std::int64_t ko = k_off[r], vo = v_off[r];
@@ -161,11 +160,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   const int tid = thread_rank();
   const int lane = lane_id();
   const int w = warp_id();
-  const bool fp8 = p.format != attention::kv_format::same;
+  const bool fp8 = p.cache.format != attention::kv_format::same;
 
   // The sequence's keys; a length outside [0, capacity] is a bad slot (no key is read).
-  const std::int64_t len = p.seqlens[b];
-  const bool bad_len = len < 0 || len > p.capacity;
+  const std::int64_t len = p.cache.seqlens[b];
+  const bool bad_len = len < 0 || len > p.cache.capacity;
   const int sk = bad_len ? 0 : static_cast<int>(len);
   const int i0 = t0 / p.group, i_last = (t0 + n_rows - 1) / p.group;
   const attention::key_tiles all = attention::key_tiles_of_block(i0, i_last - i0 + 1, BN, p.seqlen_q, sk, p.window_left, p.window_right);
@@ -238,11 +237,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
 
   // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
   // scale, V's into the output.
-  const bool fnuz = p.format == attention::kv_format::e4m3fnuz;
+  const bool fnuz = p.cache.format == attention::kv_format::e4m3fnuz;
   const float shift =
       fp8 ? static_cast<float>(1 << (fnuz ? fp8_convert_shift<T, true> : fp8_convert_shift<T, false>)) : 1.0f;
-  const float k_scale = (p.k_scale != nullptr ? p.k_scale[hk] : 1.0f) * shift;
-  const float v_scale = (p.v_scale != nullptr ? p.v_scale[hk] : 1.0f) * shift;
+  const float k_scale = (p.cache.k_scale != nullptr ? p.cache.k_scale[hk] : 1.0f) * shift;
+  const float v_scale = (p.cache.v_scale != nullptr ? p.cache.v_scale[hk] : 1.0f) * shift;
   const float scale_log2 = p.scale_log2 * k_scale;
 
   o_regs acc_o;
@@ -453,14 +452,9 @@ PK_KERNEL void kv_append_check_kernel(attention::append_params p) {
   const int b = static_cast<int>(block_idx().y);
   const int t = static_cast<int>(block_idx().x) * static_cast<int>(block_dim().x) + thread_rank();
   if (t >= p.new_tokens) return;
-  const std::int64_t len = p.seqlens[b];
+  const std::int64_t len = p.cache.seqlens[b];
   const std::int64_t pos = len + t;
-  bool ok = len >= 0 && pos < p.capacity;
-  if (ok && p.block_table != nullptr) {
-    const std::int64_t page = p.block_table[b * p.table_row + (pos >> p.page_shift)];
-    ok = page >= 0 && page < p.num_pages;
-  }
-  if (!ok) *p.bad = 1;
+  if (len < 0 || pos >= p.cache.capacity || attn_dec::page_of(p.cache, b, pos) < 0) *p.bad = 1;
 }
 
 //! Step 2: unless *bad, writes token (blockIdx.x, blockIdx.y) of every KV head: 8 values per thread.
@@ -468,29 +462,29 @@ template <class T, int D>
 PK_KERNEL void kv_append_write_kernel(attention::append_params p) {
   if (*p.bad != 0) return;
   const int t = static_cast<int>(block_idx().x), b = static_cast<int>(block_idx().y);
-  const std::int64_t pos = p.seqlens[b] + t;
-  const std::int64_t page = attn_dec::page_of(p.block_table, p.table_row, p.page_shift, p.num_pages, b, pos);
-  const std::int64_t slot = pos & p.slot_mask;
+  const std::int64_t pos = p.cache.seqlens[b] + t;
+  const std::int64_t page = attn_dec::page_of(p.cache, b, pos);
+  const std::int64_t slot = pos & p.cache.slot_mask;
   constexpr int per = 8, chunks = D / per;
   for (int i = thread_rank(); i < p.heads_kv * chunks; i += static_cast<int>(block_dim().x)) {
     const int h = i / chunks, c = i % chunks;
     for (int kv = 0; kv < 2; ++kv) {
       const T* src = static_cast<const T*>(kv == 0 ? p.k_new : p.v_new) + b * (kv == 0 ? p.kn_batch : p.vn_batch) +
                      t * (kv == 0 ? p.kn_row : p.vn_row) + h * (kv == 0 ? p.kn_head : p.vn_head) + c * per;
-      const std::int64_t off = page * (kv == 0 ? p.k_page : p.v_page) + slot * (kv == 0 ? p.k_row : p.v_row) +
-                               h * (kv == 0 ? p.k_head : p.v_head) + c * per;
+      const std::int64_t off = page * (kv == 0 ? p.cache.k_page : p.cache.v_page) + slot * (kv == 0 ? p.cache.k_row : p.cache.v_row) +
+                               h * (kv == 0 ? p.cache.k_head : p.cache.v_head) + c * per;
       const vec<T, per> x = load_vec<per>(src);
-      if (p.format == attention::kv_format::same) {
-        store_vec(static_cast<T*>(kv == 0 ? p.k : p.v) + off, x);
+      if (p.cache.format == attention::kv_format::same) {
+        store_vec(static_cast<T*>(kv == 0 ? p.cache.k : p.cache.v) + off, x);
       } else {
-        const float* sc = kv == 0 ? p.k_scale : p.v_scale;
+        const float* sc = kv == 0 ? p.cache.k_scale : p.cache.v_scale;
         const float inv = sc != nullptr ? 1.0f / sc[h] : 1.0f;
         vec<std::uint8_t, per> q;
 #pragma unroll
         for (int e = 0; e < per; ++e)
-          q[e] = p.format == attention::kv_format::e4m3fnuz ? ::pk::detail::float_to_e4m3_bits<true>(static_cast<float>(x[e]) * inv)
+          q[e] = p.cache.format == attention::kv_format::e4m3fnuz ? ::pk::detail::float_to_e4m3_bits<true>(static_cast<float>(x[e]) * inv)
                                                             : ::pk::detail::float_to_e4m3_bits<false>(static_cast<float>(x[e]) * inv);
-        store_vec(static_cast<std::uint8_t*>(kv == 0 ? p.k : p.v) + off, q);
+        store_vec(static_cast<std::uint8_t*>(kv == 0 ? p.cache.k : p.cache.v) + off, q);
       }
     }
   }
@@ -516,7 +510,7 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
   shape.grid_z = c.grid_z;
   shape.block_x = static_cast<unsigned>(pol.block_threads);
   shape.dynamic_smem = static_cast<std::size_t>(
-      attention::decode_smem_bytes(pol, D, sizeof(T), c.p.format != attention::kv_format::same, staged_p));
+      attention::decode_smem_bytes(pol, D, sizeof(T), c.p.cache.format != attention::kv_format::same, staged_p));
   shape.name = name.c_str();
   PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, pol.block_m, pol.block_n, pol.block_threads, pol.stages>, shape, c.p));
   if (c.p.splits == 1) return {};

@@ -9,20 +9,15 @@
 
 namespace pk::attention {
 
-//! Kernel parameters. Strides in elements of their tensors (the cache's: of its dtype).
-struct decode_params {
-  const void* q = nullptr;
-  const void* k = nullptr;  //!< paged [page][slot][head_kv][d]; contiguous: [batch][position][head_kv][d]
-  const void* v = nullptr;
-  void* o = nullptr;
-  float* lse = nullptr;       //!< null: not written
-  float* o_part = nullptr;    //!< splits > 1: [split][batch][heads_q][seqlen_q][head_dim] fp32, normalised
-  float* lse_part = nullptr;  //!< splits > 1: [split][batch][heads_q][seqlen_q]
-  std::int64_t q_batch = 0, q_row = 0, q_head = 0;
-  std::int64_t o_batch = 0, o_row = 0, o_head = 0;
+//! A KV cache as the kernels index it: decode reads it, the append writes it. Strides in elements of the
+//! cache's dtype; paged [page][slot][head_kv][d], contiguous [batch][position][head_kv][d] (page b is
+//! sequence b, slot the position).
+struct kv_cache_params {
+  void* k = nullptr;
+  void* v = nullptr;
   std::int64_t k_page = 0, k_row = 0, k_head = 0;  //!< contiguous: k_page is the batch stride
   std::int64_t v_page = 0, v_row = 0, v_head = 0;
-  const std::int32_t* block_table = nullptr;  //!< null: contiguous (page b is sequence b)
+  const std::int32_t* block_table = nullptr;  //!< null: contiguous
   std::int64_t table_row = 0;                 //!< elements between sequences' table rows
   int pages_per_seq = 0;                      //!< the table's columns
   int page_shift = 0;                         //!< log2(page_size) (paged)
@@ -33,6 +28,18 @@ struct decode_params {
   const float* k_scale = nullptr;  //!< FP8: per KV head (null: 1)
   const float* v_scale = nullptr;
   kv_format format = kv_format::same;
+};
+
+//! Kernel parameters. Strides in elements of their tensors.
+struct decode_params {
+  const void* q = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;       //!< null: not written
+  float* o_part = nullptr;    //!< splits > 1: [split][batch][heads_q][seqlen_q][head_dim] fp32, normalised
+  float* lse_part = nullptr;  //!< splits > 1: [split][batch][heads_q][seqlen_q]
+  std::int64_t q_batch = 0, q_row = 0, q_head = 0;
+  std::int64_t o_batch = 0, o_row = 0, o_head = 0;
+  kv_cache_params cache;
   int heads_q = 1, heads_kv = 1, group = 1, seqlen_q = 1;
   int rows = 1;    //!< packed rows per (sequence, KV head): seqlen_q * group; row t is query t / group, head t % group
   int splits = 1;  //!< key splits per sequence (gridDim.x)
@@ -45,20 +52,9 @@ struct decode_params {
 struct append_params {
   const void* k_new = nullptr;
   const void* v_new = nullptr;
-  void* k = nullptr;
-  void* v = nullptr;
   std::int64_t kn_batch = 0, kn_row = 0, kn_head = 0;
   std::int64_t vn_batch = 0, vn_row = 0, vn_head = 0;
-  std::int64_t k_page = 0, k_row = 0, k_head = 0;
-  std::int64_t v_page = 0, v_row = 0, v_head = 0;
-  const std::int32_t* block_table = nullptr;
-  std::int64_t table_row = 0;
-  int pages_per_seq = 0, page_shift = 0;
-  std::int64_t slot_mask = 0, num_pages = 0, capacity = 0;
-  const std::int32_t* seqlens = nullptr;
-  const float* k_scale = nullptr;
-  const float* v_scale = nullptr;
-  kv_format format = kv_format::same;
+  kv_cache_params cache;
   int batch = 1, new_tokens = 1, heads_kv = 1;
   std::int32_t* bad = nullptr;    //!< workspace flag: the check kernel sets it, the write kernel reads it
   std::int32_t* error = nullptr;  //!< the caller's optional flag
