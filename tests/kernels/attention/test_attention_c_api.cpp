@@ -3,6 +3,7 @@
 // ([batch, heads_q, seqlen_q] of q's rank-4 view; varlen [heads_q, total_q]) and reject bad arguments with
 // the same status and message.
 #include "attention_case.hpp"
+#include "c_stream.hpp"
 
 #include <pk/pk.h>
 
@@ -13,21 +14,6 @@
 
 namespace pk::test {
 namespace {
-
-// A C stream on the device of `s` (the emulator impersonating the same device, or the same GPU stream).
-struct c_stream {
-  pk_stream_t h = nullptr;
-  ~c_stream() { (void)pk_stream_destroy(h); }
-};
-status make_c_stream(const stream& s, c_stream& out) {
-  pk_status st = PK_ERROR_INTERNAL;
-  switch (s.backend()) {
-    case backend_kind::host: st = pk_stream_create_host(s.device().name.c_str(), &out.h); break;
-    case backend_kind::cuda: st = pk_stream_create_cuda(s.native(), s.ordinal(), &out.h); break;
-    case backend_kind::hip: st = pk_stream_create_hip(s.native(), s.ordinal(), &out.h); break;
-  }
-  return st == PK_SUCCESS ? status{} : status{errc::internal, pk_last_error_message()};
-}
 
 pk_tensor to_c(const tensor_view& t) {
   pk_tensor c{};

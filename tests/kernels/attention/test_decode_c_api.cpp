@@ -6,6 +6,7 @@
 // naive is the same computation at the kernel's precision in another order and noise =
 // max|(ref + 0.3 - 0.3) - ref| in bf16.
 #include "attention_case.hpp"
+#include "c_stream.hpp"
 
 #include <pk/attention/decode.hpp>
 #include <pk/pk.h>
@@ -21,21 +22,6 @@
 
 namespace pk::test {
 namespace {
-
-// A C stream on the device of `s` (the emulator impersonating the same device, or the same GPU stream).
-struct c_stream {
-  pk_stream_t h = nullptr;
-  ~c_stream() { (void)pk_stream_destroy(h); }
-};
-status make_c_stream(const stream& s, c_stream& out) {
-  pk_status st = PK_ERROR_INTERNAL;
-  switch (s.backend()) {
-    case backend_kind::host: st = pk_stream_create_host(s.device().name.c_str(), &out.h); break;
-    case backend_kind::cuda: st = pk_stream_create_cuda(s.native(), s.ordinal(), &out.h); break;
-    case backend_kind::hip: st = pk_stream_create_hip(s.native(), s.ordinal(), &out.h); break;
-  }
-  return st == PK_SUCCESS ? status{} : status{errc::internal, pk_last_error_message()};
-}
 
 // A row-major C descriptor.
 pk_tensor c_tensor(void* data, std::int32_t dtype, std::initializer_list<std::int64_t> shape) {
