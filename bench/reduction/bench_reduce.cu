@@ -6,6 +6,7 @@
 //   build/red-cuda/bench/reduction/pk_bench_reduce [--quick]
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
+#include <pk/reduction/reduce_policy.hpp>
 
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
@@ -41,6 +42,8 @@ namespace {
       std::exit(1);                                                                     \
     }                                                                                   \
   } while (0)
+
+__global__ void empty_kernel() {}
 
 int reps = 30;        // timed repetitions per case (median reported)
 constexpr int warmup = 5;
@@ -167,6 +170,27 @@ void device_reduce_tables(pk::stream& s, bool quick) {
     device_sum_case<int, int>(s, dtype::i32, n, in, out, cub_tmp, tb);
     device_sum_case<long long, long long>(s, dtype::i64, n, in, out, cub_tmp, tb);
   }
+  // Small inputs: every candidate forced beside the plan, and the event-timed floor of one empty kernel.
+  std::printf("\n### Small inputs, f32 sum: every candidate forced (us)\n\nempty kernel (launch floor): %.1f us\n\n| n | plan |",
+              time_us([] { empty_kernel<<<1, 32>>>(); }));
+  for (const auto& p : pk::reduction::reduce_candidates) std::printf(" %s |", pk::reduction::name_of(p).c_str());
+  std::printf("\n|---|---|");
+  for (std::size_t i = 0; i < pk::reduction::reduce_candidates.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  for (int lg : {10, 14, 16, 18, 20}) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    fill(in, n, dtype::f32, 5);
+    const std::string plan = pk::reduction::plan_reduce(s.device(), n, 4).name;
+    std::printf("| 2^%d | %s %.1f |", lg, plan.c_str(),
+                time_us([&] { PK(pk::reduce(s, pk::reduce_op::sum, dtype::f32, in, n, out)); }));
+    for (const auto& p : pk::reduction::reduce_candidates) {
+      const std::string name = pk::reduction::name_of(p);
+      pk::reduce_options o;
+      o.policy = name.c_str();
+      std::printf(" %.1f |", time_us([&] { PK(pk::reduce(s, pk::reduce_op::sum, dtype::f32, in, n, out, o)); }));
+    }
+    std::printf("\n");
+  }
   std::printf("\n## Argmax, min, reproducible sum\n\n| op | n | pk us | anchor us | anchor/pk | pk GB/s | %% of copy |\n|---|---|---|---|---|---|---|\n");
   for (int lg : {24, 28}) {
     const std::int64_t n = std::int64_t{1} << lg;
@@ -260,6 +284,7 @@ void rows_table(pk::stream& s, bool quick) {
   std::printf("| op | type | rows x cols | us | GB/s | %% of copy | plan |\n|---|---|---|---|---|---|---|\n");
   std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{1024, 16384, 262144}
                                            : std::vector<std::int64_t>{1024, 4096, 16384, 65536, 262144};
+  std::string sweep;  // every row candidate forced, softmax and rms_norm: checks the planner's pick
   for (dtype t : {dtype::bf16, dtype::f32}) {
     const int eb = pk::reduction::size_of(t);
     fill(x, elems, t, 19);
@@ -286,9 +311,12 @@ void rows_table(pk::stream& s, bool quick) {
                     static_cast<long long>(rows), static_cast<long long>(cols), us, gbps, 100.0 * gbps / copy_gbps,
                     p.c_str());
       };
+      const auto plan_of = [&](pk::reduction::row_op op) {
+        return pk::reduction::plan_rows(s.device(), op, rows, cols, eb).name;
+      };
       row("softmax", time_us([&] { PK(pk::softmax(s, r)); }), bytes, plan);
-      row("layer_norm", time_us([&] { PK(pk::layer_norm(s, n)); }), bytes, plan);
-      row("rms_norm", time_us([&] { PK(pk::rms_norm(s, rn)); }), bytes, plan);
+      row("layer_norm", time_us([&] { PK(pk::layer_norm(s, n)); }), bytes, plan_of(pk::reduction::row_op::layer_norm));
+      row("rms_norm", time_us([&] { PK(pk::rms_norm(s, rn)); }), bytes, plan_of(pk::reduction::row_op::rms_norm));
       pk::tensor_view iv;
       iv.data = x;
       iv.type = t;
@@ -305,9 +333,37 @@ void rows_table(pk::stream& s, bool quick) {
       ov.stride[0] = 1;
       const std::string splan = pk::reduction::plan_segmented(s.device(), rows, rows * cols, eb).name;
       row("row sum", time_us([&] { PK(pk::reduce_axis(s, pk::reduce_op::sum, iv, 1, ov)); }), bytes / 2, splan);
+      for (const char* op : {"softmax", "rms_norm"}) {
+        char line[160];
+        std::snprintf(line, sizeof line, "| %s | %s | %lld x %lld |", op, pk::reduction::to_string(t),
+                      static_cast<long long>(rows), static_cast<long long>(cols));
+        sweep += line;
+        for (const pk::reduction::row_policy& p : pk::reduction::row_candidates) {
+          const std::string name = pk::reduction::name_of(p);
+          if (pk::reduction::on_chip(p) && cols > pk::reduction::row_capacity(p, eb)) {
+            sweep += " - |";
+            continue;
+          }
+          pk::rows_desc fr = r;
+          fr.policy = name.c_str();
+          pk::norm_args fn = rn;
+          fn.rows.policy = name.c_str();
+          const double us = std::string(op) == "softmax" ? time_us([&] { PK(pk::softmax(s, fr)); })
+                                                         : time_us([&] { PK(pk::rms_norm(s, fn)); });
+          const std::string op_plan =
+              plan_of(std::string(op) == "softmax" ? pk::reduction::row_op::softmax : pk::reduction::row_op::rms_norm);
+          std::snprintf(line, sizeof line, " %.1f%s |", us, name == op_plan ? " (plan)" : "");
+          sweep += line;
+        }
+        sweep += "\n";
+      }
     }
   }
-  std::printf("\n");
+  std::printf("\n### Every row candidate forced (us; '-': the row does not fit on chip)\n\n| op | type | rows x cols |");
+  for (const pk::reduction::row_policy& p : pk::reduction::row_candidates) std::printf(" %s |", pk::reduction::name_of(p).c_str());
+  std::printf("\n|---|---|---|");
+  for (std::size_t i = 0; i < pk::reduction::row_candidates.size(); ++i) std::printf("---|");
+  std::printf("\n%s\n", sweep.c_str());
   CK(cudaFree(x));
   CK(cudaFree(y));
   CK(cudaFree(w));

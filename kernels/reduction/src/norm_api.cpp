@@ -81,7 +81,7 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.s = &s;
   c.kind = kind;
   c.policy = p.index;
-  c.grid = reduction::segment_grid(s.device(), p, r.rows);
+  c.grid = reduction::row_grid(s.device(), p, r.rows);
   c.x = r.x;
   c.y = r.y;
   c.weight = w;
@@ -92,6 +92,10 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.cols = r.cols;
   c.x_stride = r.x_row_stride < 0 ? r.cols : r.x_row_stride;
   c.y_stride = r.y_row_stride < 0 ? r.cols : r.y_row_stride;
+  // 16-byte vectors apply to every row when every row start and the per-column vectors are aligned.
+  const auto aligned = [](const void* q) { return q == nullptr || reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  c.vectors = aligned(r.x) && aligned(r.y) && aligned(w) && aligned(b) && (c.x_stride * eb) % 16 == 0 &&
+              (r.y == nullptr || (c.y_stride * eb) % 16 == 0);
   c.eps = eps;
   c.correction = correction;
   c.type_name = reduction::to_string(r.type);

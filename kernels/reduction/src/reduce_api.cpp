@@ -165,19 +165,86 @@ archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segm
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
                        int elem_bytes) {
   const bool writes = op != row_op::mean_var;
-  // Bytes through DRAM: the row is read once for the statistics (the second read mostly hits L2) and
-  // written once.
-  const double bytes = static_cast<double>(rows) * static_cast<double>(cols) * elem_bytes * (writes ? 2 : 1);
-  return plan_groups(device, rows, static_cast<double>(cols), elem_bytes, writes ? 2 : 1, bytes,
-                     assumed_rows_regs_per_thread);
+  const double row_bytes = static_cast<double>(cols) * elem_bytes;
+  const double total_bytes = static_cast<double>(rows) * row_bytes;
+  std::vector<archdb::candidate> cands;
+  for (const row_policy& p : row_candidates) {
+    archdb::candidate c;
+    c.name = name_of(p);
+    c.res.threads_per_block = p.block_threads;
+    // On chip: the held values, what the passes keep live and the loop's state (ptxas, sm_90a: 16-bit
+    // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
+    // and fp64 rows 64-148). Streaming: U vectors in flight and the statistics' state.
+    const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
+    c.res.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items : assumed_rows_regs_per_thread;
+    c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
+    const std::int64_t cap = row_capacity(p, elem_bytes);
+    if (on_chip(p) && cols > cap)
+      c.unavailable = "a row of " + std::to_string(cols) + " elements exceeds what the group holds on chip (" +
+                      std::to_string(p.group_threads) + " threads x " + std::to_string(held_elements(p, elem_bytes)) +
+                      " = " + std::to_string(cap) + " elements of " + std::to_string(elem_bytes) + " bytes)";
+    cands.push_back(c);
+  }
+  // Bytes in flight an SM needs to stream at the device's bandwidth (Little's law over the loaded
+  // memory latency).
+  const double needed_in_flight = device.mem_bw_gbps * 1e3 / std::max(1, device.sm_count) * load_round_us;
+  return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
+    const row_policy& p = row_candidates[static_cast<std::size_t>(&c - cands.data())];
+    const std::int64_t per_block = p.block_threads / p.group_threads;
+    const std::int64_t blocks = std::max<std::int64_t>(1, (rows + per_block - 1) / per_block);
+    const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
+    const std::int64_t waves = (blocks + resident - 1) / resident;
+    const double round_bytes = static_cast<double>(p.group_threads) * row_vectors(p, elem_bytes) * 16;
+    // Bytes each resident group has in flight: the whole row on chip; one round of U vectors streaming.
+    const double group_flight = on_chip(p) ? row_bytes : std::min(row_bytes, round_bytes);
+    const double active_groups = std::min<double>(static_cast<double>(rows),
+                                                  static_cast<double>(resident * per_block)) / device.sm_count;
+    const double flight = std::max(1.0, active_groups * group_flight);
+    const double flight_factor = std::min(1.0, flight / needed_in_flight);
+    // DRAM bytes: read once (and written once) on chip; streaming reads the row a second time for the
+    // output, from L2 while the rows in flight fit half of it (the other half for the writes), from
+    // DRAM for the part that does not.
+    const double passes = on_chip(p) || !writes ? 1 : 2;
+    const double footprint = active_groups * device.sm_count * row_bytes;
+    const double l2_half = static_cast<double>(device.l2_bytes) / 2;
+    const double reread = passes > 1 && footprint > l2_half ? (footprint - l2_half) / footprint : 0.0;
+    const double bytes = total_bytes * (1 + reread + (writes ? 1 : 0));
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / flight_factor;
+    // A group's chain per wave: its dependent load rounds per pass (one on chip: every load at once) and
+    // a fixed cost per wave of blocks (start, the group reductions, the slowest block).
+    const double rounds = on_chip(p) ? 1.0 : std::ceil(row_bytes / round_bytes);
+    const double chain_us = static_cast<double>(waves) * (passes * rounds * load_round_us + wave_overhead_us);
+    std::ostringstream why;
+    why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(flight / 1024)
+        << " KB in flight per SM (" << static_cast<int>(needed_in_flight / 1024) << " KB streams at full bandwidth), "
+        << (on_chip(p) ? "row held on chip, read once"
+            : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
+                       : std::string("row read once"))
+        << ": stream "
+        << stream_us << " us, chain " << chain_us << " us";
+    return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
+  });
+}
+
+namespace {
+//! Blocks of `per_block` groups for `items` rows or segments: enough for every one, at most 16 waves of
+//! resident blocks (the per-group kernels loop over the rest).
+unsigned group_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t per_block,
+                    std::int64_t items) {
+  const std::int64_t blocks = std::max<std::int64_t>(1, (items + per_block - 1) / per_block);
+  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
+  return static_cast<unsigned>(std::min(blocks, 16 * resident));
+}
+}  // namespace
+
+unsigned row_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t rows) {
+  const row_policy& pol = row_candidates[static_cast<std::size_t>(p.index)];
+  return group_grid(device, p, pol.block_threads / pol.group_threads, rows);
 }
 
 unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments) {
   const segment_policy& pol = segment_candidates[static_cast<std::size_t>(p.index)];
-  const std::int64_t per_block = pol.block_threads / pol.group_threads;
-  const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
-  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
-  return static_cast<unsigned>(std::min(blocks, 16 * resident));
+  return group_grid(device, p, pol.block_threads / pol.group_threads, segments);
 }
 
 }  // namespace reduction

@@ -49,13 +49,22 @@ const char* name(which w) {
   return "?";
 }
 
+//! Row stride: padded by 3 elements (rows start misaligned: element loads), or rounded up to 16 bytes
+//! (`aligned`: every row start aligned, the on-chip kernel's vector path).
+template <class T>
+std::int64_t row_stride(std::int64_t cols, bool aligned) {
+  constexpr std::int64_t v = 16 / sizeof(T);
+  return aligned ? (cols + v - 1) / v * v : cols + 3;
+}
+
 template <class T>
 void check_rows(const stream& s, which w, shape sh, const std::vector<T>& x, const std::vector<T>& wt,
-                const std::vector<T>& bs, int policy = -1) {
-  const std::int64_t stride = sh.cols + 3;
+                const std::vector<T>& bs, int policy = -1, bool aligned = false) {
+  const std::int64_t stride = row_stride<T>(sh.cols, aligned);
   const std::size_t total = static_cast<std::size_t>(sh.rows * stride);
   SCOPED_TRACE(std::string(name(w)) + " " + reduction::to_string(reduction::dtype_of<T>) + " " +
-               std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + " policy " + std::to_string(policy));
+               std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + " policy " + std::to_string(policy) +
+               (aligned ? " aligned rows" : ""));
   auto xin = upload_padded(s, x);
   auto win = upload_padded(s, wt);
   auto bin = upload_padded(s, bs);
@@ -73,7 +82,7 @@ void check_rows(const stream& s, which w, shape sh, const std::vector<T>& x, con
   r.cols = sh.cols;
   r.x_row_stride = stride;
   r.y_row_stride = stride;
-  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::segment_candidates[static_cast<std::size_t>(policy)]);
+  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::row_candidates[static_cast<std::size_t>(policy)]);
   if (policy >= 0) r.policy = forced.c_str();
   norm_args a;
   a.rows = r;
@@ -89,6 +98,16 @@ void check_rows(const stream& s, which w, shape sh, const std::vector<T>& x, con
     case which::layer_norm:
     case which::layer_norm_nobias: st = layer_norm(s, a); break;
     case which::rms_norm: st = rms_norm(s, a); break;
+  }
+  if (policy >= 0) {
+    // A forced on-chip candidate holds rows up to its capacity and refuses wider ones, naming it.
+    const reduction::row_policy& p = reduction::row_candidates[static_cast<std::size_t>(policy)];
+    const bool holds = !reduction::on_chip(p) || sh.cols <= reduction::row_capacity(p, static_cast<int>(sizeof(T)));
+    if (!holds) {
+      ASSERT_EQ(st.code(), errc::unsupported) << st.to_string();
+      ASSERT_NE(st.message().find("on chip"), std::string::npos) << st.message();
+      return;
+    }
   }
   ASSERT_TRUE(st) << st.to_string();
   ASSERT_TRUE(synchronize(s));
@@ -180,7 +199,7 @@ template <class T>
 std::vector<T> random_rows(shape sh, std::uint64_t sd, double scale) {
   std::mt19937_64 rng(sd);
   std::normal_distribution<double> d(0.0, scale);
-  std::vector<T> v(static_cast<std::size_t>(sh.rows * (sh.cols + 3)) + 1);
+  std::vector<T> v(static_cast<std::size_t>(sh.rows * (sh.cols + 8)) + 1);
   for (auto& x : v) x = from_double<T>(d(rng));
   return v;
 }
@@ -191,11 +210,43 @@ void all_ops_type(const stream& s, std::uint64_t sd) {
     auto x = random_rows<T>(sh, sd + static_cast<std::uint64_t>(sh.cols), 2.0);
     std::vector<T> w = random_rows<T>({1, sh.cols}, sd + 7, 1.0), b = random_rows<T>({1, sh.cols}, sd + 8, 1.0);
     for (which wh : {which::softmax, which::log_softmax, which::layer_norm, which::layer_norm_nobias, which::rms_norm})
-      for (int policy = 0; policy < static_cast<int>(reduction::segment_candidates.size()); ++policy) {
-        check_rows<T>(s, wh, sh, x, w, b, policy);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+      for (int policy = 0; policy < static_cast<int>(reduction::row_candidates.size()); ++policy)
+        for (bool aligned : {false, true}) {
+          check_rows<T>(s, wh, sh, x, w, b, policy, aligned);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
   }
+}
+
+//! Each on-chip candidate at its capacity (in elements of T) minus one, at it, and one past it (refused
+//! when forced; the planner then streams or takes a larger group), rows misaligned and aligned.
+template <class T>
+void capacity_edges(const stream& s, std::uint64_t sd) {
+  for (int policy = 0; policy < static_cast<int>(reduction::row_candidates.size()); ++policy) {
+    const reduction::row_policy& p = reduction::row_candidates[static_cast<std::size_t>(policy)];
+    if (!reduction::on_chip(p)) continue;
+    const std::int64_t cap = reduction::row_capacity(p, static_cast<int>(sizeof(T)));
+    for (std::int64_t cols : {cap - 1, cap, cap + 1}) {
+      const shape sh{3, cols};
+      auto x = random_rows<T>(sh, sd + static_cast<std::uint64_t>(cols), 2.0);
+      std::vector<T> w = random_rows<T>({1, cols}, sd + 7, 1.0), b = random_rows<T>({1, cols}, sd + 8, 1.0);
+      for (which wh : {which::softmax, which::log_softmax, which::layer_norm, which::rms_norm})
+        for (bool aligned : {false, true}) {
+          check_rows<T>(s, wh, sh, x, w, b, policy, aligned);
+          check_rows<T>(s, wh, sh, x, w, b, -1, aligned);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+    }
+  }
+}
+
+TEST_P(Norm, OnChipCapacityEdges) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  capacity_edges<float>(s, sd);
+  capacity_edges<bf16>(s, sd);
+  capacity_edges<double>(s, sd);
 }
 
 TEST_P(Norm, EveryOpEveryTypeRaggedWidths) {

@@ -204,6 +204,40 @@ TEST_P(ReduceOps, TiesGiveTheFirstIndexAndExtremesOfTheType) {
   EXPECT_EQ(run_index(s, reduce_op::argmax, ninf), 0);
 }
 
+//! argmin/argmax over full tiles of 16-byte vectors (the vector-at-a-time fold): the first of two equal
+//! extremes inside one vector and in two vectors of one thread, a NaN after the extreme, inputs of only
+//! the identity's value (+-inf), and -0 against +0 (equal: the first index).
+template <class T>
+void arg_vector_cases(const stream& s) {
+  SCOPED_TRACE(reduction::to_string(reduction::dtype_of<T>));
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  const T inf = numeric_traits<T>::infinity(), nan = numeric_traits<T>::quiet_nan();
+  const T ninf = from_double<T>(-std::numeric_limits<double>::infinity());
+  std::vector<T> h(n, from_double<T>(0.25));
+  h[8003] = h[8006] = from_double<T>(3.0);  // one 16-byte vector of 16-bit elements
+  h[8003 + 16 * 4096] = from_double<T>(3.0);
+  h[8001] = h[8002] = from_double<T>(-3.0);
+  EXPECT_EQ(run_index(s, reduce_op::argmax, h), 8003);
+  EXPECT_EQ(run_index(s, reduce_op::argmin, h), 8001);
+  h[500001] = nan;
+  EXPECT_EQ(run_index(s, reduce_op::argmax, h), 500001);
+  EXPECT_EQ(run_index(s, reduce_op::argmin, h), 500001);
+  EXPECT_EQ(run_index(s, reduce_op::argmax, std::vector<T>(n, ninf)), 0);
+  EXPECT_EQ(run_index(s, reduce_op::argmin, std::vector<T>(n, inf)), 0);
+  std::vector<T> z(n, from_double<T>(0.0));
+  z[5] = from_double<T>(-0.0);
+  z[n - 2] = from_double<T>(-0.0);
+  EXPECT_EQ(run_index(s, reduce_op::argmax, z), 0);
+  EXPECT_EQ(run_index(s, reduce_op::argmin, z), 0);
+}
+
+TEST_P(ReduceOps, ArgExtremesInsideVectors) {
+  PK_TEST_STREAM(GetParam(), s);
+  arg_vector_cases<bf16>(s);
+  arg_vector_cases<float>(s);
+  arg_vector_cases<double>(s);
+}
+
 TEST_P(ReduceOps, EmptyInputGivesTheIdentity) {
   PK_TEST_STREAM(GetParam(), s);
   const std::vector<float> e;

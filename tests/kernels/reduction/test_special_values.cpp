@@ -5,7 +5,8 @@
 //
 // Tolerances of the large-offset cases, by rule: the statistics are computed on x - K (K the first
 // element of the input or row: exact in fp32 for data within a factor of 2 of K), with Welford per
-// thread and Chan's merge across the group. With u the unit roundoff of the accumulator and
+// thread and Chan's merge across the group (streamed rows and device-wide), or two exact passes over a
+// row held on chip (tighter). With u the unit roundoff of the accumulator and
 // kappa = sqrt(1 + (mean - K)^2 / var) the condition of the shifted data, the rule is
 //   |var - ref| <= 8 (log2 n + 1) u kappa var,   |mean - ref| <= u |ref| + 8 (log2 n + 1) u (|ref - K| + sd).
 #include "reduce_test_util.hpp"
@@ -19,6 +20,37 @@ using namespace red;
 class SpecialValues : public ::testing::TestWithParam<backend_param> {};
 
 enum class row_fn { softmax, log_softmax, layer_norm, rms_norm };
+
+// The row policy the row operations run under (null: the planner's). Every row test runs under the
+// planner's choice and under a streaming candidate of each group kind (a warp, a block) forced, so that
+// both strategies meet every special value; test_norm.cpp runs every candidate, each on-chip one at its
+// capacity.
+const char* forced_row_policy = nullptr;
+
+template <class F>
+void for_each_row_policy(F&& f) {
+  forced_row_policy = nullptr;
+  f();
+  bool warp_done = false, block_done = false;
+  for (const reduction::row_policy& p : reduction::row_candidates) {
+    if (reduction::on_chip(p) || ::testing::Test::HasFatalFailure()) continue;
+    bool& done = p.group_threads < p.block_threads ? warp_done : block_done;
+    if (done) continue;
+    done = true;
+    const std::string name = reduction::name_of(p);
+    SCOPED_TRACE("policy " + name);
+    forced_row_policy = name.c_str();
+    f();
+    forced_row_policy = nullptr;
+  }
+}
+
+//! Runs a row operation under forced_row_policy.
+template <class Call>
+status run_row_call(rows_desc& d, Call&& call) {
+  d.policy = forced_row_policy;
+  return call();
+}
 
 template <class T>
 struct row_result {
@@ -51,13 +83,16 @@ row_result<T> run_rows(const stream& s, row_fn fn, std::int64_t rows, std::int64
   a.eps = eps;
   a.mean = fn == row_fn::layer_norm ? mean.data() : nullptr;
   a.rstd = rstd.data();
-  status st;
-  switch (fn) {
-    case row_fn::softmax: st = softmax(s, d); break;
-    case row_fn::log_softmax: st = log_softmax(s, d); break;
-    case row_fn::layer_norm: st = layer_norm(s, a); break;
-    case row_fn::rms_norm: st = rms_norm(s, a); break;
-  }
+  const status st = run_row_call(a.rows, [&] {
+    d.policy = a.rows.policy;
+    switch (fn) {
+      case row_fn::softmax: return softmax(s, d);
+      case row_fn::log_softmax: return log_softmax(s, d);
+      case row_fn::layer_norm: return layer_norm(s, a);
+      case row_fn::rms_norm: return rms_norm(s, a);
+    }
+    return status{};
+  });
   EXPECT_TRUE(st) << st.to_string();
   EXPECT_TRUE(synchronize(s));
   EXPECT_TRUE(y.download(r.y));
@@ -135,13 +170,15 @@ void softmax_signed_zero_and_subnormal(const stream& s) {
 
 TEST_P(SpecialValues, SoftmaxRowsWithInfinitiesNaNSignedZerosSubnormals) {
   PK_TEST_STREAM(GetParam(), s);
-  softmax_non_finite<float>(s);
-  softmax_non_finite<double>(s);
-  softmax_non_finite<bf16>(s);
-  softmax_non_finite<fp16>(s);
-  softmax_signed_zero_and_subnormal<float>(s);
-  softmax_signed_zero_and_subnormal<double>(s);
-  softmax_signed_zero_and_subnormal<bf16>(s);
+  for_each_row_policy([&] {
+    softmax_non_finite<float>(s);
+    softmax_non_finite<double>(s);
+    softmax_non_finite<bf16>(s);
+    softmax_non_finite<fp16>(s);
+    softmax_signed_zero_and_subnormal<float>(s);
+    softmax_signed_zero_and_subnormal<double>(s);
+    softmax_signed_zero_and_subnormal<bf16>(s);
+  });
 }
 
 //! eps = 0: a constant row normalizes to exactly the bias (0 without bias) with rstd = +inf; a zero
@@ -227,13 +264,15 @@ TEST_P(SpecialValues, NormsOfConstantZeroAndNonFiniteRows) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
-  norms_eps_zero<float>(s, sd);
-  norms_eps_zero<double>(s, sd);
-  norms_eps_zero<bf16>(s, sd);
-  norms_eps_zero<fp16>(s, sd);
-  norms_non_finite<float>(s);
-  norms_non_finite<double>(s);
-  norms_non_finite<bf16>(s);
+  for_each_row_policy([&] {
+    norms_eps_zero<float>(s, sd);
+    norms_eps_zero<double>(s, sd);
+    norms_eps_zero<bf16>(s, sd);
+    norms_eps_zero<fp16>(s, sd);
+    norms_non_finite<float>(s);
+    norms_non_finite<double>(s);
+    norms_non_finite<bf16>(s);
+  });
 }
 
 //! Mean and variance (device-wide and per row): NaN for both when any element is NaN or +-inf, NaN
@@ -273,7 +312,7 @@ void mean_var_special(const stream& s) {
         two.insert(two.end(), x.begin(), x.end());
         auto in2 = upload_padded(s, two);
         rows_desc r{reduction::dtype_of<T>, in2.data(), nullptr, 2, static_cast<std::int64_t>(x.size())};
-        ASSERT_TRUE(row_mean_var(s, r, rm.data(), rv.data(), correction));
+        ASSERT_TRUE(run_row_call(r, [&] { return row_mean_var(s, r, rm.data(), rv.data(), correction); }));
         ASSERT_TRUE(synchronize(s));
         std::vector<A> gm, gv, grm, grv;
         ASSERT_TRUE(m.download(gm));
@@ -303,9 +342,11 @@ void mean_var_special(const stream& s) {
 
 TEST_P(SpecialValues, MeanVarianceOfNonFiniteAndEmptyInputs) {
   PK_TEST_STREAM(GetParam(), s);
-  mean_var_special<float>(s);
-  mean_var_special<double>(s);
-  mean_var_special<bf16>(s);
+  for_each_row_policy([&] {
+    mean_var_special<float>(s);
+    mean_var_special<double>(s);
+    mean_var_special<bf16>(s);
+  });
 }
 
 //! Reference statistics of x[0, n) in double and the large-offset tolerances of the file's rule.
@@ -359,39 +400,41 @@ TEST_P(SpecialValues, Fp32MeanVarianceWithLargeOffset) {
         EXPECT_LE(std::fabs(gm[0] - r.mean), r.tol_mean) << "mean " << r.mean << " got " << gm[0];
       }
     }
-    // Per row (row_mean_var) and layer_norm's statistics and output.
-    const std::int64_t rows = 6, cols = 3001;
-    const auto h = offset_data(static_cast<std::size_t>(rows * cols), sd + 1, offset, spread);
-    auto in = upload_padded(s, h);
-    device_buffer<float> m, v;
-    ASSERT_TRUE(m.allocate(s, rows));
-    ASSERT_TRUE(v.allocate(s, rows));
-    rows_desc r{dtype::f32, in.data(), nullptr, rows, cols};
-    ASSERT_TRUE(row_mean_var(s, r, m.data(), v.data(), 0));
-    ASSERT_TRUE(synchronize(s));
-    std::vector<float> gm, gv;
-    ASSERT_TRUE(m.download(gm));
-    ASSERT_TRUE(v.download(gv));
-    std::vector<float> w(static_cast<std::size_t>(cols), 1.25f), b(static_cast<std::size_t>(cols), 0.5f);
-    const auto ln = run_rows<float>(s, row_fn::layer_norm, rows, cols, h, w, b, 1e-5);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      const float* x = h.data() + i * cols;
-      const ref_stats st = reference_stats(x, cols, 0);
-      EXPECT_LE(std::fabs(gv[static_cast<std::size_t>(i)] - st.var), st.tol_var) << "row " << i;
-      EXPECT_LE(std::fabs(gm[static_cast<std::size_t>(i)] - st.mean), st.tol_mean) << "row " << i;
-      const double rstd = 1 / std::sqrt(st.var + 1e-5), u = std::ldexp(1.0, -24);
-      // rstd: half the variance's relative error plus the square root and division (2 u).
-      const double rel_rstd = st.tol_var / st.var / 2 + 2 * u;
-      EXPECT_LE(std::fabs(ln.rstd[static_cast<std::size_t>(i)] - rstd), rel_rstd * rstd) << "row " << i;
-      EXPECT_LE(std::fabs(ln.mean[static_cast<std::size_t>(i)] - st.mean), st.tol_mean) << "row " << i;
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const double xhat = (x[j] - st.mean) * rstd, ref = 1.25 * xhat + 0.5;
-        // (x - K) exact, minus the shifted mean (its error, plus u |x - mean|); times rstd; w, b.
-        const double tol = 1.25 * rstd * (st.tol_mean_shift + 2 * u * std::fabs(x[j] - st.mean)) +
-                           1.25 * std::fabs(xhat) * (rel_rstd + 2 * u) + 4 * u * 0.5 + std::fabs(ref) * u;
-        ASSERT_LE(std::fabs(ln.y[static_cast<std::size_t>(i * cols + j)] - ref), tol) << "row " << i << " col " << j;
+    // Per row (row_mean_var) and layer_norm's statistics and output, under every row policy.
+    for_each_row_policy([&] {
+      const std::int64_t rows = 6, cols = 3001;
+      const auto h = offset_data(static_cast<std::size_t>(rows * cols), sd + 1, offset, spread);
+      auto in = upload_padded(s, h);
+      device_buffer<float> m, v;
+      ASSERT_TRUE(m.allocate(s, rows));
+      ASSERT_TRUE(v.allocate(s, rows));
+      rows_desc r{dtype::f32, in.data(), nullptr, rows, cols};
+      ASSERT_TRUE(run_row_call(r, [&] { return row_mean_var(s, r, m.data(), v.data(), 0); }));
+      ASSERT_TRUE(synchronize(s));
+      std::vector<float> gm, gv;
+      ASSERT_TRUE(m.download(gm));
+      ASSERT_TRUE(v.download(gv));
+      std::vector<float> w(static_cast<std::size_t>(cols), 1.25f), b(static_cast<std::size_t>(cols), 0.5f);
+      const auto ln = run_rows<float>(s, row_fn::layer_norm, rows, cols, h, w, b, 1e-5);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const float* x = h.data() + i * cols;
+        const ref_stats st = reference_stats(x, cols, 0);
+        EXPECT_LE(std::fabs(gv[static_cast<std::size_t>(i)] - st.var), st.tol_var) << "row " << i;
+        EXPECT_LE(std::fabs(gm[static_cast<std::size_t>(i)] - st.mean), st.tol_mean) << "row " << i;
+        const double rstd = 1 / std::sqrt(st.var + 1e-5), u = std::ldexp(1.0, -24);
+        // rstd: half the variance's relative error plus the square root and division (2 u).
+        const double rel_rstd = st.tol_var / st.var / 2 + 2 * u;
+        EXPECT_LE(std::fabs(ln.rstd[static_cast<std::size_t>(i)] - rstd), rel_rstd * rstd) << "row " << i;
+        EXPECT_LE(std::fabs(ln.mean[static_cast<std::size_t>(i)] - st.mean), st.tol_mean) << "row " << i;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const double xhat = (x[j] - st.mean) * rstd, ref = 1.25 * xhat + 0.5;
+          // (x - K) exact, minus the shifted mean (its error, plus u |x - mean|); times rstd; w, b.
+          const double tol = 1.25 * rstd * (st.tol_mean_shift + 2 * u * std::fabs(x[j] - st.mean)) +
+                             1.25 * std::fabs(xhat) * (rel_rstd + 2 * u) + 4 * u * 0.5 + std::fabs(ref) * u;
+          ASSERT_LE(std::fabs(ln.y[static_cast<std::size_t>(i * cols + j)] - ref), tol) << "row " << i << " col " << j;
+        }
       }
-    }
+    });
   }
 }
 

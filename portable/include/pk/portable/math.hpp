@@ -21,4 +21,19 @@ PK_DEVICE PK_FORCEINLINE float exp2_fast(float x) {
 #endif
 }
 
+//! log2(x) for normal positive x, within 2^-22 absolute (CUDA lg2.approx.ftz.f32, AMD v_log_f32): one
+//! instruction where logf is a sequence with a slow-path call (ptxas spilled around it in block-wide
+//! row kernels); log2(+inf) = +inf, log2(0) = -inf, NaN for x < 0.
+PK_DEVICE PK_FORCEINLINE float log2_fast(float x) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+#elif defined(PK_DETAIL_BACKEND_HIP)
+  return __builtin_amdgcn_logf(x);
+#else
+  return std::log2(x);
+#endif
+}
+
 PK_DETAIL_TARGET_END

@@ -46,7 +46,7 @@ struct rows_desc {
   std::int64_t cols = 0;
   std::int64_t x_row_stride = -1;  //!< elements between rows; -1: cols
   std::int64_t y_row_stride = -1;  //!< -1: cols
-  const char* policy = nullptr;    //!< null: the planner chooses; else a candidate's name (seg_b256_g32_u4)
+  const char* policy = nullptr;    //!< null: the planner chooses; else a candidate's name (row_onchip_b256_g32_v8)
 };
 
 status softmax(const stream& s, const rows_desc& r);
@@ -70,9 +70,13 @@ status row_mean_var(const stream& s, const rows_desc& r, void* mean, void* var, 
 
 namespace reduction {
 enum class row_op : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm, mean_var };
-//! The plan of a row operation on `device` (policy among segment_candidates, grid, why).
+//! The plan of a row operation on `device`: the strategy and policy among row_candidates (a row held
+//! on chip by a warp or a block, or streamed twice when wider than any group holds), with the reasons.
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
                        int elem_bytes);
+//! Blocks the row kernels launch for a plan of plan_rows: enough for every row, at most 16 waves of
+//! resident blocks (the kernels loop over the rest).
+unsigned row_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t rows);
 }  // namespace reduction
 
 }  // namespace pk

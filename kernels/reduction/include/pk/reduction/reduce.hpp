@@ -138,7 +138,7 @@ archdb::plan plan_reduce_reproducible(const archdb::device_desc& device, std::in
 //! `total` elements in all.
 archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segments, std::int64_t total,
                             int elem_bytes);
-//! Blocks the per-segment kernels launch for a plan of plan_segmented or plan_rows: enough for every
+//! Blocks the per-segment kernels launch for a plan of plan_segmented: enough for every
 //! segment, at most 16 waves of resident blocks (the kernels loop over the rest).
 unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments);
 }  // namespace reduction

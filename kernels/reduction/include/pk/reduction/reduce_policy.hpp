@@ -71,6 +71,57 @@ inline constexpr std::array<segment_policy, 3> segment_candidates{{
     {1024, 1024, 4},
 }};
 
+//! One compiled variant of the row operations (norm.hpp: softmax, log_softmax, LayerNorm, RMSNorm, row
+//! mean/variance). A group of `group_threads` threads owns a row (32: a logical warp, several rows per
+//! block; == block_threads: one row per block).
+//!  - on chip (items > 0): the whole row is held in the group's registers, `items` 4-byte accumulator
+//!    words a thread (32 fp32 values: 32 elements of f32/f16/bf16, 16 of f64), loaded as 16-byte vectors
+//!    (vector k of thread t holds elements (k * group_threads + t) * V ..), so the row is read from
+//!    memory once and written once; rows of up to row_capacity() elements.
+//!  - streaming (items == 0): rows of any width, 4 vectors in flight a thread; the statistics pass reads
+//!    the row and the output pass reads it again.
+struct row_policy {
+  int block_threads;
+  int group_threads;
+  int items;
+  friend constexpr bool operator==(const row_policy&, const row_policy&) = default;
+};
+constexpr bool on_chip(const row_policy& p) { return p.items > 0; }
+inline std::string name_of(const row_policy& p) {
+  return std::string(on_chip(p) ? "row_onchip" : "row_stream") + "_b" + std::to_string(p.block_threads) + "_g" +
+         std::to_string(p.group_threads) + (on_chip(p) ? "_i" + std::to_string(p.items) : std::string());
+}
+//! Elements of `elem_bytes` bytes a thread of an on-chip policy holds (accumulated in fp32, or fp64 for
+//! 8-byte elements).
+constexpr int held_elements(const row_policy& p, int elem_bytes) { return p.items * 4 / (elem_bytes == 8 ? 8 : 4); }
+//! 16-byte vectors a thread holds (on chip) or keeps in flight (streaming).
+constexpr int row_vectors(const row_policy& p, int elem_bytes) {
+  return on_chip(p) ? held_elements(p, elem_bytes) * elem_bytes / 16 : 4;
+}
+//! Elements of a row an on-chip policy holds (0 for streaming: no limit).
+constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
+  return on_chip(p) ? std::int64_t{p.group_threads} * held_elements(p, elem_bytes) : 0;
+}
+// On chip: a warp per row up to 1024 elements (512 f64), a 256-thread block per row up to 8192, a
+// 512-thread block per row up to 16384. Streaming: a warp per row, a 256-thread block per row, and a
+// 1024-thread block per row for the widest rows. A group handles one row after another, so the rows in
+// flight per SM hide the latency: where an on-chip kernel needs many registers (layer_norm) the
+// streaming warp holds more rows in flight and wins (H200: 16-bit layer_norm at 4096 columns, 71 us
+// streaming a warp per row against 109 us on chip); plan_rows weighs both. The held values are 32
+// registers and the passes keep about as many again live (ptxas keeps each exp(x - max) of the sum for
+// the output): 60-125 registers a thread (sm_90a, CUDA 13.0), within the 128 a thread may have at 512
+// threads (64K registers per SM / 512). At 1024 threads (64 registers) the fp32 and fp64 kernels spilled
+// 24-690 bytes; holding 64 fp32 values a thread made ptxas use 230-254 registers at 256 threads. Rows
+// between two capacities run on the larger one with idle slots; the planner weighs them (plan_rows).
+inline constexpr std::array<row_policy, 6> row_candidates{{
+    {256, 32, 32},
+    {256, 256, 32},
+    {512, 512, 32},
+    {256, 32, 0},
+    {256, 256, 0},
+    {1024, 1024, 0},
+}};
+
 //! The reproducible fp32/fp64 sum. The ORDER of the summation is fixed by these constants alone and is
 //! the same for every candidate (candidates only change how many chunks a block handles at once):
 //!  - a chunk is 32 leaves of `leaf_vectors` 16-byte vectors; leaf j of a chunk holds vectors
@@ -103,8 +154,13 @@ namespace pk::reduction {
 //! declared so that the CI resource check accepts them and keeps rejecting any other spill; each is a
 //! performance defect to remove (less per-thread state), not a tuning choice. Fragments of the mangled
 //! kernel names (the resource check matches them against the compiler's reports).
-inline constexpr std::array<const char*, 7> declared_spilling_kernels{{
-    "rows_kernel",
+inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
+    "rows_stream_kernel",
+    // The on-chip row kernels (the CI compile matrix's reports, 2026-12-01): every instance spills SGPRs on
+    // gfx90a/gfx942 (4-64 per wave); layer_norm also spills to scratch: 16-bit 304 B (gfx942 f16), fp32
+    // 44-172 B (gfx90a/gfx942/gfx1100) and 8-12 B on sm_80. None spill on sm_90a. The layer_norm
+    // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
+    "rows_onchip_kernel",
     "segment_reduce_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",

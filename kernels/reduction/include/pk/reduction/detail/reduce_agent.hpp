@@ -11,6 +11,7 @@
 #include <pk/portable/block.hpp>
 #include <pk/portable/memory.hpp>
 #include <pk/portable/numeric.hpp>
+#include <pk/reduction/detail/reduce_ops.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <cstdint>
@@ -39,6 +40,35 @@ PK_DEVICE A load_volatile(const A* p) {
   return pk::detail::bit_cast<A>(r);  // not a store through a uint32_t* into an A (strict aliasing)
 }
 
+//! argmin/argmax (arg_op<Max>): +1 for argmax, -1 for argmin, 0 for every other operation.
+template <class Op>
+inline constexpr int arg_direction = 0;
+template <bool Max>
+inline constexpr int arg_direction<reduction::ops::arg_op<Max>> = Max ? 1 : -1;
+
+//! Folds one vector of elements (indices i0, i0 + 1, ...) into an argmin/argmax accumulator. A thread
+//! meets its elements in increasing index order, so an element only replaces the accumulator when it is
+//! strictly more extreme, a NaN, or the accumulator is still the identity (a tie keeps the lower index).
+//! The vector's extreme value and a NaN flag are found first, a max/min and a compare an element; the
+//! exact element-wise fold runs only for a vector that may win (rare past the first tiles).
+template <int Dir, int Vec, class T, class A, class Op, class Load>
+PK_DEVICE PK_FORCEINLINE void arg_fold_vector(reduction::ops::indexed<A>& acc, const vec<T, Vec>& v, std::int64_t i0,
+                                              Op op, Load load) {
+  A ext = static_cast<A>(v[0]);
+  bool nan = reduction::ops::is_nan(ext);
+#pragma unroll
+  for (int k = 1; k < Vec; ++k) {
+    const A a = static_cast<A>(v[k]);
+    nan = nan || reduction::ops::is_nan(a);
+    ext = Dir > 0 ? (ext < a ? a : ext) : (a < ext ? a : ext);
+  }
+  const bool wins = Dir > 0 ? acc.value < ext : ext < acc.value;
+  if (nan || wins || acc.index == reduction::ops::no_index) {
+#pragma unroll
+    for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k], i0 + k));
+  }
+}
+
 template <int BlockThreads, int Items, int Vec, class T, class Acc, class Op, class Load>
 PK_DEVICE Acc reduce_tiles(const T* in, std::int64_t n, Op op, Acc identity, Load load) {
   constexpr int tile = BlockThreads * Items;  // elements per block per tile
@@ -52,8 +82,13 @@ PK_DEVICE Acc reduce_tiles(const T* in, std::int64_t n, Op op, Acc identity, Loa
 #pragma unroll
       for (int j = 0; j < Items / Vec; ++j) {
         const vec<T, Vec> v = load_vec<Vec>(in + base + (std::int64_t{j} * BlockThreads + t) * Vec);
+        const std::int64_t i0 = base + (std::int64_t{j} * BlockThreads + t) * Vec;
+        if constexpr (arg_direction<Op> != 0) {
+          arg_fold_vector<arg_direction<Op>, Vec>(acc, v, i0, op, load);
+        } else {
 #pragma unroll
-        for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k], base + (std::int64_t{j} * BlockThreads + t) * Vec + k));
+          for (int k = 0; k < Vec; ++k) acc = op(acc, load(v[k], i0 + k));
+        }
       }
     } else {
       for (std::int64_t i = base + t; i < n && i < base + tile; i += BlockThreads) acc = op(acc, load(in[i], i));

@@ -65,8 +65,11 @@ enum class row_kind : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm,
 struct rows_call {
   const stream* s = nullptr;
   row_kind kind = row_kind::softmax;
-  int policy = 0;  //!< index into segment_candidates
+  int policy = 0;  //!< index into row_candidates
   unsigned grid = 1;
+  //! Every row start of x and y, weight and bias are 16-byte aligned: the on-chip kernel's vector loads
+  //! and stores apply (the stream kernel aligns per row itself).
+  bool vectors = false;
   const void* x = nullptr;
   void* y = nullptr;
   const void* weight = nullptr;

@@ -171,13 +171,21 @@ status run_repro(const repro_call& c) {
 template <std::size_t I, class T, reduction::row_kind K>
 status launch_rows_policy(const rows_call& c, const char* what) {
   using A = reduction::ops::accum_t<T>;
-  constexpr reduction::segment_policy p = reduction::segment_candidates[I];
+  constexpr reduction::row_policy p = reduction::row_candidates[I];
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
   launch_shape shape;
   shape.grid_x = c.grid;
   shape.block_x = static_cast<unsigned>(p.block_threads);
   shape.name = name.c_str();
-  return launch(*c.s, &rows_kernel<p.block_threads, p.group_threads, p.unroll, T, A, K>, shape, c);
+  constexpr int vectors = reduction::row_vectors(p, static_cast<int>(sizeof(T)));
+  if constexpr (reduction::on_chip(p)) {
+    // The planner never picks an on-chip policy for a wider row (its kernel would not see the rest).
+    if (c.cols > reduction::row_capacity(p, static_cast<int>(sizeof(T))))
+      return {errc::internal, name + ": a row of " + std::to_string(c.cols) + " elements exceeds the policy's capacity"};
+    return launch(*c.s, &rows_onchip_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
+  } else {
+    return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
+  }
 }
 template <class T, reduction::row_kind K, std::size_t... I>
 status run_rows_kind(const rows_call& c, const char* what, std::index_sequence<I...>) {
@@ -189,7 +197,7 @@ status run_rows_kind(const rows_call& c, const char* what, std::index_sequence<I
 template <class T>
 status run_rows(const rows_call& c) {
   using reduction::row_kind;
-  constexpr auto seq = std::make_index_sequence<reduction::segment_candidates.size()>{};
+  constexpr auto seq = std::make_index_sequence<reduction::row_candidates.size()>{};
   switch (c.kind) {
     case row_kind::softmax: return run_rows_kind<T, row_kind::softmax>(c, "softmax", seq);
     case row_kind::log_softmax: return run_rows_kind<T, row_kind::log_softmax>(c, "log_softmax", seq);

@@ -1,9 +1,11 @@
 // Reproducible fp32/fp64 sum, device code. The summation order is the fixed layout of
 // reduction::reproducible_layout (reduce_policy.hpp), which depends on n only: the same bits for every
 // policy, grid, warp size, device and backend. One launch:
-//  - each 32-thread team (a logical warp, also on wave64) sums one chunk per round and writes it;
-//  - a ticket per group of 256 chunks: the team that completes a group has warp 0 of its block sum
-//    the group (binary tree over 256 chunk sums) and take a ticket on the top counter;
+//  - each block sums a contiguous range of ceil(chunks / grid) chunks, one chunk per 32-thread team (a
+//    logical warp, also on wave64) at a time, and writes the chunk sums;
+//  - for each group of 256 chunks its range touches, the block adds the number of chunks it wrote to the
+//    group's counter (one atomic per block and group, not per chunk); the block that completes a group
+//    has warp 0 sum it (binary tree over its 256 chunk sums) and take a ticket on the top counter;
 //  - the block completing the last group sums the group sums (two levels of 256-leaf trees);
 //  - a NaN total is written as the canonical quiet NaN (ops::canonical_nan): the NaN an FPU produces
 //    (0xffc00000 on x86 for inf + -inf, 0x7fffffff on NVIDIA, an input's payload) differs by device.
@@ -54,7 +56,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void repro_sum_kernel(const T* in, std::int64_t n,
   constexpr int teams = B / 32;
   const std::int64_t m = (n + chunk - 1) / chunk;
   const std::int64_t groups = (m + layout::group_chunks - 1) / layout::group_chunks;
-  PK_SHARED(std::int64_t[teams], finished);  // group completed by each team this round, or -1
+  PK_SHARED(unsigned, group_last);
   PK_SHARED(unsigned, top_last);
   PK_SHARED(T[layout::top_fanout], level1);
   if (m == 0) {
@@ -63,49 +65,49 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void repro_sum_kernel(const T* in, std::int64_t n,
   }
   const int team = thread_rank() / 32, lane = thread_rank() % 32;
   const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
-  for (std::int64_t first = std::int64_t{block_idx().x} * teams; first < m;
-       first += std::int64_t{grid_dim().x} * teams) {
+  // This block's chunks [c0, c1).
+  const std::int64_t per = (m + grid_dim().x - 1) / grid_dim().x;
+  const std::int64_t c0 = std::int64_t{block_idx().x} * per < m ? std::int64_t{block_idx().x} * per : m;
+  const std::int64_t c1 = c0 + per < m ? c0 + per : m;
+  // Every team runs the same number of rounds: two teams share a 64-wide wave, whose lanes must all reach
+  // the warp reduction.
+  for (std::int64_t first = c0; first < c1; first += teams) {
     const std::int64_t c = first + team;
+    const std::int64_t cb = c * chunk;
     T leaf = T(0);
-    if (c < m) {
-      const std::int64_t cb = c * chunk;
-      if (aligned && cb + chunk <= n) {
-        vec<T, V> x[layout::leaf_vectors];
+    if (c < c1 && aligned && cb + chunk <= n) {
+      vec<T, V> x[layout::leaf_vectors];
 #pragma unroll
-        for (int k = 0; k < layout::leaf_vectors; ++k) x[k] = load_vec<V>(in + cb + (std::int64_t{k} * 32 + lane) * V);
+      for (int k = 0; k < layout::leaf_vectors; ++k) x[k] = load_vec<V>(in + cb + (std::int64_t{k} * 32 + lane) * V);
 #pragma unroll
-        for (int k = 0; k < layout::leaf_vectors; ++k)
+      for (int k = 0; k < layout::leaf_vectors; ++k)
 #pragma unroll
-          for (int e = 0; e < V; ++e) leaf = leaf + x[k][e];
-      } else {
-        for (int k = 0; k < layout::leaf_vectors; ++k)
-          for (int e = 0; e < V; ++e) {
-            const std::int64_t i = cb + (std::int64_t{k} * 32 + lane) * V + e;
-            leaf = leaf + (i < n ? in[i] : T(0));
-          }
-      }
+        for (int e = 0; e < V; ++e) leaf = leaf + x[k][e];
+    } else if (c < c1) {
+      for (int k = 0; k < layout::leaf_vectors; ++k)
+        for (int e = 0; e < V; ++e) {
+          const std::int64_t i = cb + (std::int64_t{k} * 32 + lane) * V + e;
+          leaf = leaf + (i < n ? in[i] : T(0));
+        }
     }
     const T cs = warp<32>::reduce(leaf, repro_add{});
-    if (thread_rank() == 0) top_last = 0u;
-    if (lane == 0) {
-      std::int64_t done = -1;
-      if (c < m) {
-        chunk_sums[c] = cs;
-        thread_fence();  // the chunk sum is visible before the ticket is taken
-        const std::int64_t g = c / layout::group_chunks;
-        const std::int64_t left = m - g * layout::group_chunks;
-        const unsigned size = static_cast<unsigned>(left < layout::group_chunks ? left : layout::group_chunks);
-        const unsigned tk = atomic_add(group_tickets + g, 1u);
+    if (lane == 0 && c < c1) chunk_sums[c] = cs;
+  }
+  thread_fence();  // every chunk sum this block wrote is visible before the group counters move
+  if (thread_rank() == 0) top_last = 0u;
+  block::sync();
+  if (c0 < c1) {
+    for (std::int64_t g = c0 / layout::group_chunks; g <= (c1 - 1) / layout::group_chunks; ++g) {
+      if (thread_rank() == 0) {
+        const std::int64_t glo = g * layout::group_chunks;
+        const std::int64_t ghi = glo + layout::group_chunks < m ? glo + layout::group_chunks : m;
+        const std::int64_t mine = (c1 < ghi ? c1 : ghi) - (c0 > glo ? c0 : glo);
+        const unsigned tk = atomic_add(group_tickets + g, static_cast<unsigned>(mine));
         thread_fence();
-        if (tk == size - 1) done = g;
+        group_last = tk + static_cast<unsigned>(mine) == static_cast<unsigned>(ghi - glo) ? 1u : 0u;
       }
-      finished[team] = done;
-    }
-    block::sync();
-    for (int k = 0; k < teams; ++k) {
-      const std::int64_t g = finished[k];
-      if (g < 0) continue;
-      if (warp_id() == 0) {
+      block::sync();
+      if (group_last != 0u && warp_id() == 0) {
         const T gs = tree256(chunk_sums, g * layout::group_chunks, m);
         if (thread_rank() == 0) {
           group_sums[g] = gs;
@@ -116,24 +118,21 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void repro_sum_kernel(const T* in, std::int64_t n,
           if (tk == static_cast<unsigned>(groups - 1)) top_last = 1u;
         }
       }
+      block::sync();  // group_last is reused
     }
-    block::sync();
-    if (top_last != 0u) {
-      if (warp_id() == 0) {
-        const std::int64_t l1 = (groups + layout::top_fanout - 1) / layout::top_fanout;
-        for (std::int64_t i = 0; i < l1; ++i) {
-          const T v = tree256(group_sums, i * layout::top_fanout, groups);
-          if (lane_id() == 0) level1[i] = v;
-        }
-        warp<>::sync();
-        const T total = tree256(static_cast<const T*>(level1), 0, l1);
-        if (thread_rank() == 0) {
-          *out = reduction::ops::canonicalize_nan(total);  // one NaN on every device (reduce.hpp)
-          *top_ticket = 0u;
-        }
-      }
+  }
+  if (top_last != 0u && warp_id() == 0) {
+    const std::int64_t l1 = (groups + layout::top_fanout - 1) / layout::top_fanout;
+    for (std::int64_t i = 0; i < l1; ++i) {
+      const T v = tree256(group_sums, i * layout::top_fanout, groups);
+      if (lane_id() == 0) level1[i] = v;
     }
-    block::sync();  // `finished`, `top_last` and `level1` are reused next round
+    warp<>::sync();
+    const T total = tree256(static_cast<const T*>(level1), 0, l1);
+    if (thread_rank() == 0) {
+      *out = reduction::ops::canonicalize_nan(total);  // one NaN on every device (reduce.hpp)
+      *top_ticket = 0u;
+    }
   }
 }
 

@@ -1,7 +1,12 @@
 // Row operations over the last axis, device code: softmax, log_softmax, LayerNorm, RMSNorm, row
-// mean/variance. A group of G threads owns a row (segment_policy); pass 1 reduces the row's statistics
-// (online max/sum of exp, Welford/Chan, sum of squares) in the accumulator type A, the group combines
-// them, and pass 2 re-reads the row (mostly from L2) and writes the output in T.
+// mean/variance. A group of G threads owns a row (row_policy), in one of two strategies:
+//  - rows_onchip_kernel: the row is loaded once into the group's registers; the statistics (maximum
+//    then sum of exp; mean then the sum of squared deviations; sum of squares) are exact passes over the
+//    registers in the accumulator type A, each combined over the group, and the output is written from
+//    the registers;
+//  - rows_stream_kernel (rows of any width): pass 1 reduces the row's statistics in one streaming pass
+//    (online max/sum of exp, Welford/Chan, sum of squares), the group combines them, and pass 2 re-reads
+//    the row (mostly from L2) and writes the output in T.
 //
 // Defined results (norm.hpp): a row that is all -inf gives softmax 0 and log_softmax -inf; a NaN or a
 // +inf anywhere in a row makes the whole softmax/log_softmax row NaN. Mean and variance statistics are
@@ -10,6 +15,8 @@
 // (layer_norm) or a zero row (rms_norm) has rstd = +inf and gives y = bias (or 0): x - mean == 0 there
 // contributes 0, not 0 * inf.
 #pragma once
+#include <pk/portable/convert.hpp>
+#include <pk/portable/math.hpp>
 #include <pk/reduction/detail/reduce_ops.hpp>
 #include <pk/reduction/detail/segment_agent.hpp>
 
@@ -29,10 +36,12 @@ PK_DEVICE PK_FORCEINLINE A acc_exp(A x) {
     return ::exp(x);
   }
 }
+//! log(x) of the softmax sum (x >= 1: the maximum contributes exp(0)). fp32: log2_fast(x) ln 2, within
+//! a few ulp of log(x) for x >= 1, covered by the tests' 4 |log s| u term.
 template <class A>
 PK_DEVICE PK_FORCEINLINE A acc_log(A x) {
   if constexpr (sizeof(A) == 4) {
-    return ::logf(x);
+    return log2_fast(x) * 0.693147180559945309f;
   } else {
     return ::log(x);
   }
@@ -94,12 +103,12 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % 16, my = reinterpret_cast<std::uintptr_t>(y) % 16;
   if (mx != my || mx % sizeof(T) != 0) {
-    for (std::int64_t j = t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+    for (std::int64_t j = t; j < len; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
     return;
   }
   std::int64_t head = static_cast<std::int64_t>(((16 - mx) % 16) / sizeof(T));
   if (head > len) head = len;
-  for (std::int64_t j = t; j < head; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = t; j < head; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
   const std::int64_t nvec = (len - head) / V;
   std::int64_t v = t;
   for (; v + std::int64_t{U - 1} * G < nvec; v += std::int64_t{U} * G) {
@@ -111,7 +120,7 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
       vec<T, V> out;
       const std::int64_t j0 = head + (v + std::int64_t{u} * G) * V;
 #pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[u][e]), j0 + e));
+      for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(static_cast<A>(in[u][e]), j0 + e));
       store_vec<V>(y + j0, out);
     }
   }
@@ -120,10 +129,10 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
     const vec<T, V> in = load_vec<V>(x + j0);
     vec<T, V> out;
 #pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[e]), j0 + e));
+    for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(static_cast<A>(in[e]), j0 + e));
     store_vec<V>(y + j0, out);
   }
-  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
 }
 
 //! Online softmax statistics: running maximum m and sum of exp(x - m).
@@ -163,7 +172,7 @@ PK_DEVICE PK_FORCEINLINE void welford_add(reduction::ops::welford<A>& w, const A
 }
 
 template <int B, int G, int U, class T, class A, reduction::row_kind K>
-PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_kernel(rows_call c) {
+PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
   using reduction::row_kind;
   using wf = reduction::ops::welford<A>;
   using state_t = std::conditional_t<K == row_kind::softmax || K == row_kind::log_softmax, softmax_state<A>,
@@ -261,6 +270,211 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_kernel(rows_call c) {
           const reduction::ops::mean_var<A> mv = reduction::ops::to_mean_var<A>{c.correction}(st, k);
           static_cast<A*>(c.stat0)[row] = mv.mean;
           static_cast<A*>(c.stat1)[row] = mv.var;
+        }
+      }
+    }
+  }
+}
+
+//! A row held in the registers of a group of G threads: thread t holds vectors k = 0..R-1 of V elements
+//! at (k G + t) V .. (k G + t) V + V - 1 (the group reads vector k side by side: coalesced). Rows of up
+//! to G R V elements; in-row indices are int (at most G R V, a few ten thousand).
+template <int G, int R, class T>
+struct held_row {
+  static constexpr int V = static_cast<int>(16 / sizeof(T));
+  vec<T, V> v[R];
+
+  PK_DEVICE static PK_FORCEINLINE int first(int k, int t) { return (k * G + t) * V; }
+
+  //! Loads x[0, len): 16-byte vectors when `vectors` (x 16-byte aligned), else V element loads per slot.
+  //! Slots past len hold 0 and are never used.
+  PK_DEVICE PK_FORCEINLINE void load(const T* x, int len, int t, bool vectors) {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int j0 = first(k, t);
+      if (vectors && j0 + V <= len) {
+        v[k] = load_vec<V>(x + j0);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[k][e] = j0 + e < len ? x[j0 + e] : T(0);
+      }
+    }
+  }
+  //! f(value) for every element of the row the thread holds (whole vectors without per-element checks).
+  template <class A, class F>
+  PK_DEVICE PK_FORCEINLINE void each(int len, int t, F&& f) const {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int j0 = first(k, t);
+      if (j0 + V <= len) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) f(static_cast<A>(v[k][e]));
+      } else if (j0 < len) {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (j0 + e < len) f(static_cast<A>(v[k][e]));
+      }
+    }
+  }
+  //! y[j] = value over the thread's elements.
+  PK_DEVICE PK_FORCEINLINE void fill(T* y, int len, int t, bool vectors, T value) const {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int j0 = first(k, t);
+      if (vectors && j0 + V <= len) {
+        vec<T, V> out;
+#pragma unroll
+        for (int e = 0; e < V; ++e) out[e] = value;
+        store_vec<V>(y + j0, out);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (j0 + e < len) y[j0 + e] = value;
+      }
+    }
+  }
+  //! y[j] = T(g(A(x[j]), A(w[j]), A(b[j]))) over the thread's elements; w and b are read only when
+  //! HasW / HasB (else 1 and 0 are passed). Vectors when `vectors` (y, w and b 16-byte aligned).
+  template <class A, bool HasW, bool HasB, class F>
+  PK_DEVICE PK_FORCEINLINE void store(T* y, const T* w, const T* b, int len, int t, bool vectors, F&& g) const {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int j0 = first(k, t);
+      if (vectors && j0 + V <= len) {
+        vec<T, V> wv{}, bv{}, out;
+        if constexpr (HasW) wv = load_vec<V>(w + j0);
+        if constexpr (HasB) bv = load_vec<V>(b + j0);
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          out[e] = to_storage<T>(g(static_cast<A>(v[k][e]), HasW ? static_cast<A>(wv[e]) : A(1),
+                                    HasB ? static_cast<A>(bv[e]) : A(0)));
+        store_vec<V>(y + j0, out);
+      } else if (j0 < len) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const int j = j0 + e;
+          if (j < len)
+            y[j] = to_storage<T>(g(static_cast<A>(v[k][e]), HasW ? static_cast<A>(w[j]) : A(1),
+                                    HasB ? static_cast<A>(b[j]) : A(0)));
+        }
+      }
+    }
+  }
+};
+
+struct max_op {
+  template <class A>
+  PK_DEVICE A operator()(const A& a, const A& b) const {
+    return a < b ? b : a;
+  }
+};
+
+//! The row operations on rows held in registers (an on-chip row_policy; cols <= G R V). The results
+//! follow the stream kernel's definitions (norm.hpp); the statistics are exact two-pass values over the
+//! registers: softmax's maximum, then the sum of exp(x - max); the mean of x - K (K the row's first
+//! element), then the sum of squared deviations from it.
+template <int B, int G, int R, class T, class A, reduction::row_kind K>
+PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_onchip_kernel(rows_call c) {
+  using reduction::row_kind;
+  using sum_r = group_reducer<B, G, A, plus_op>;
+  using max_r = group_reducer<B, G, A, max_op>;
+  PK_SHARED(typename sum_r::temp_storage, storage);
+  constexpr int groups = B / G;
+  const int g = thread_rank() / G, t = thread_rank() % G;
+  const T* w = static_cast<const T*>(c.weight);
+  const T* bias = static_cast<const T*>(c.bias);
+  const A ninf = -numeric_traits<A>::infinity(), inf = numeric_traits<A>::infinity();
+  const A nan = numeric_traits<A>::quiet_nan();
+  const A cols = static_cast<A>(c.cols);
+  for (std::int64_t base = std::int64_t{block_idx().x} * groups; base < c.rows;
+       base += std::int64_t{grid_dim().x} * groups) {
+    const std::int64_t row = base + g;
+    const bool live = row < c.rows;
+    const int len = live ? static_cast<int>(c.cols) : 0;
+    const T* x = static_cast<const T*>(c.x) + (live ? row * c.x_stride : 0);
+    T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
+    held_row<G, R, T> h;
+    h.load(x, len, t, c.vectors);
+    if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
+      // The maximum (NaN ignored), then the sum of exp(x - max) shifted by 0 for a row of -inf (so a -inf
+      // gives exp(-inf) = 0): a NaN anywhere makes the sum NaN. The row is NaN when the sum is NaN or the
+      // maximum is +inf; all -inf (the maximum stays -inf, the sum 0) gives 0 (log_softmax: -inf).
+      A m = ninf;
+      h.template each<A>(len, t, [&](A v) { m = v > m ? v : m; });
+      m = max_r::all_reduce(m, max_op{}, storage);
+      const A shift = m == ninf ? A(0) : m;
+      A s = 0;
+      h.template each<A>(len, t, [&](A v) { s += acc_exp(v - shift); });
+      s = sum_r::all_reduce(s, plus_op{}, storage);
+      if (live) {
+        const bool nan_row = s != s || m == inf, empty = m == ninf;
+        if (nan_row || empty) {
+          h.fill(y, len, t, c.vectors, static_cast<T>(nan_row ? nan : K == row_kind::softmax ? A(0) : ninf));
+        } else if constexpr (K == row_kind::softmax) {
+          const A inv = A(1) / s;
+          h.template store<A, false, false>(y, w, bias, len, t, c.vectors,
+                                            [m, inv](A v, A, A) { return acc_exp(v - m) * inv; });
+        } else {
+          const A lse = m + acc_log(s);
+          h.template store<A, false, false>(y, w, bias, len, t, c.vectors, [lse](A v, A, A) { return v - lse; });
+        }
+      }
+    } else if constexpr (K == row_kind::rms_norm) {
+      A ss = 0;
+      h.template each<A>(len, t, [&](A v) { ss += v * v; });
+      ss = sum_r::all_reduce(ss, plus_op{}, storage);
+      const A rstd = acc_rsqrt(ss / cols + static_cast<A>(c.eps));
+      if (live) {
+        if (rstd == inf) {
+          // eps = 0 and a zero row: x = 0 gives 0 (not 0 * inf).
+          h.template store<A, true, false>(y, w, bias, len, t, c.vectors,
+                                           [rstd](A v, A wj, A) { return (v == A(0) ? A(0) : v * rstd) * wj; });
+        } else {
+          h.template store<A, true, false>(y, w, bias, len, t, c.vectors, [rstd](A v, A wj, A) { return v * rstd * wj; });
+        }
+        if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
+      }
+    } else {
+      // Statistics of x - k, k the row's first element (read by every thread of the group).
+      const A k = len > 0 ? static_cast<A>(x[0]) : A(0);
+      A s1 = 0;
+      h.template each<A>(len, t, [&](A v) { s1 += v - k; });
+      const A ms = sum_r::all_reduce(s1, plus_op{}, storage) / cols;
+      A s2 = 0;
+      h.template each<A>(len, t, [&](A v) { s2 += ((v - k) - ms) * ((v - k) - ms); });
+      s2 = sum_r::all_reduce(s2, plus_op{}, storage);
+      if (live) {
+        if constexpr (K == row_kind::layer_norm) {
+          // A NaN or an infinity in the row makes the shifted mean non-finite: mean, rstd and y are NaN.
+          const bool finite = ms - ms == A(0);
+          const A msf = finite ? ms : nan;
+          const A rstd = finite ? acc_rsqrt(s2 / cols + static_cast<A>(c.eps)) : nan;
+          // x - mean as (x - k) - ms; x == mean contributes 0 also when rstd = +inf (eps = 0: the only
+          // case that needs the test).
+          const auto run = [&](auto norm) {
+            if (bias != nullptr) {
+              h.template store<A, true, true>(y, w, bias, len, t, c.vectors, norm);
+            } else {
+              h.template store<A, true, false>(y, w, bias, len, t, c.vectors, norm);
+            }
+          };
+          if (rstd == inf) {
+            run([=](A v, A wj, A bj) {
+              const A d = (v - k) - msf;
+              return (d == A(0) ? A(0) : d * rstd) * wj + bj;
+            });
+          } else {
+            run([=](A v, A wj, A bj) { return ((v - k) - msf) * rstd * wj + bj; });
+          }
+          if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + msf);
+          if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
+        } else {
+          if (t == 0) {
+            const reduction::ops::mean_var<A> mv =
+                reduction::ops::to_mean_var<A>{c.correction}(reduction::ops::welford<A>{c.cols, ms, s2}, k);
+            static_cast<A*>(c.stat0)[row] = mv.mean;
+            static_cast<A*>(c.stat1)[row] = mv.var;
+          }
         }
       }
     }

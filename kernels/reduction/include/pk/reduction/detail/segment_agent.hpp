@@ -27,6 +27,11 @@ PK_DEVICE PK_FORCEINLINE seg_loc locate(const reduction::seg_map& m, std::int64_
     return seg_loc{b, m.offsets[i + 1] - b, 1, i};
   }
   seg_loc l{0, m.len, m.axis_stride, 0};
+  if (m.outer_rank <= 1) {  // one outer dimension (rows of a matrix): no division
+    l.begin = i * m.in_stride[0];
+    l.out = i * m.out_stride[0];
+    return l;
+  }
   std::int64_t r = i;
   for (int d = m.outer_rank - 1; d >= 0; --d) {
     const std::int64_t k = r % m.outer_shape[d];
