@@ -1,10 +1,10 @@
 // The kernels' 16-bit rounding on the GPU (compiled as CUDA when PK_ENABLE_CUDA; otherwise the test skips
 // with a message): pk::to_storage<bf16/fp16>(float) (portable/convert.hpp: the hardware cvt.rn, NaN bits
-// selected) gives the same bits as numeric.hpp's portable conversion the host runs, over every float whose bits are a multiple of
-// 97 (44 million inputs across every exponent), every 16-bit value's rounding midpoint and its two
-// neighbours, and the edges (zeros, subnormals, overflow, infinities, NaNs of both signs and payloads).
+// selected) gives the same bits as numeric.hpp's portable conversion the host runs, over every float
+// whose bits are a multiple of 97 (44 million inputs across every exponent), every 16-bit value's rounding
+// midpoint and its two neighbours, and the edges (zeros, subnormals, overflow, infinities, NaNs of both
+// signs and payloads).
 #include <pk/config.hpp>
-#include <pk/portable/convert.hpp>
 #include <pk/portable/numeric.hpp>
 
 #include <gtest/gtest.h>
@@ -13,6 +13,8 @@
 #include <vector>
 
 #if PK_ENABLE_CUDA && defined(__CUDACC__)
+#include <pk/portable/convert.hpp>  // device code: a CUDA translation unit only
+
 #include <cuda_runtime.h>
 
 namespace {
