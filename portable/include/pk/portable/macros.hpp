@@ -12,8 +12,12 @@
 //! A kernel parameter that stays in parameter space (its address may be taken: tensor maps).
 #if PK_COMPILER_CUDA
 #define PK_GRID_CONSTANT __grid_constant__
+//! Launch bounds that ask nvcc for `blocks` resident blocks per SM (a register cap of 64K / (blocks x
+//! threads)); elsewhere the plain bounds (HIP's second argument counts waves per EU, not blocks).
+#define PK_LAUNCH_BOUNDS_OCCUPANCY(threads, blocks) __launch_bounds__(threads, blocks)
 #else
 #define PK_GRID_CONSTANT
+#define PK_LAUNCH_BOUNDS_OCCUPANCY(threads, blocks) __launch_bounds__(threads)
 #endif
 #define PK_DETAIL_SHARED __shared__
 #else
@@ -22,6 +26,7 @@
 #define PK_KERNEL
 #define PK_LAUNCH_BOUNDS(threads)
 #define PK_LAUNCH_BOUNDS_MIN(threads, blocks)
+#define PK_LAUNCH_BOUNDS_OCCUPANCY(threads, blocks)
 #define PK_GRID_CONSTANT
 #define PK_DETAIL_SHARED
 #endif

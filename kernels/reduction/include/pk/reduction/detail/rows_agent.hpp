@@ -373,8 +373,18 @@ struct max_op {
 //! follow the stream kernel's definitions (norm.hpp); the statistics are exact two-pass values over the
 //! registers: softmax's maximum, then the sum of exp(x - max); the mean of x - K (K the row's first
 //! element), then the sum of squared deviations from it.
+//! Blocks per SM the on-chip kernels ask nvcc to fit: 16-bit rows other than layer_norm at 64 registers
+//! (1024 threads per SM), the others at 128 (512 threads per SM). Left free, ptxas gave the 512-thread bf16
+//! rms_norm 78 registers, one block per SM (ncu: 25% occupancy), where a streaming 256-thread block at 48
+//! registers ran 1.6x faster (H200, 2048 x 16384; 1.15x with the cap). At 64 these kernels do not spill
+//! on sm_90a, the 16-bit layer_norm does (36-64 bytes); fp32/fp64 rows take 120-128 registers unbounded
+//! and a bound of one block let ptxas take 146 (fp32 layer_norm 1.35x slower): 128 is what they need.
+template <int B, class T, reduction::row_kind K>
+inline constexpr int onchip_blocks_per_sm =
+    sizeof(T) == 2 && K != reduction::row_kind::layer_norm ? (1024 / B > 0 ? 1024 / B : 1) : (512 / B > 0 ? 512 / B : 1);
+
 template <int B, int G, int R, class T, class A, reduction::row_kind K>
-PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_onchip_kernel(rows_call c) {
+PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void rows_onchip_kernel(rows_call c) {
   using reduction::row_kind;
   using sum_r = group_reducer<B, G, A, plus_op>;
   using max_r = group_reducer<B, G, A, max_op>;
