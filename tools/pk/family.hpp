@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,25 @@ struct manifest_entry {
 struct verification {
   bool pass = false;
   nlohmann::json detail;  //!< reference, result, error, bound and how the bound was derived
+};
+
+//! What bounds a family's kernels, and so which roofline `pk bench` measures them against.
+enum class bench_bound {
+  memory,  //!< achieved GB/s (bytes_moved) against a device-to-device copy
+  matrix,  //!< achieved TFLOP/s (flops) against a bf16 GEMM (or the datasheet peak)
+};
+
+//! One problem of a family's benchmark grid: the family's own problem options, as on the command line
+//! (`pk run FAMILY <args>` reproduces it).
+struct bench_problem {
+  std::string label;              //!< short row label for the table and the plot ("sum f32 2^24")
+  std::vector<std::string> args;  //!< e.g. {"--n", "16777216", "--dtype", "f32", "--op", "sum"}
+};
+
+//! An in-binary implementation of the same problem by another library (CUB, ...), for `pk bench`.
+struct bench_anchor {
+  std::string name;                //!< "CUB DeviceReduce::Sum"
+  std::function<status()> launch;  //!< enqueues one run on the prepared inputs (timed like the family's runs)
 };
 
 //! A kernel family as the tool drives it. One object per (verb, family) subcommand: the problem options
@@ -69,6 +89,17 @@ class family {
   virtual status verify(const stream& s, const archdb::plan& p, verification& out) = 0;
   //! Bytes moved by one run (for the bandwidth figure), 0 if not meaningful.
   [[nodiscard]] virtual double bytes_moved() const = 0;
+
+  //! `pk bench`: the grid of problems (a few small ones when `quick`), the roofline that bounds them,
+  //! floating-point operations of one run (matrix-bound families) and the anchors of the prepared
+  //! problem on `s` (none on the emulator or when the build has none).
+  [[nodiscard]] virtual std::vector<bench_problem> bench_grid(bool quick) const = 0;
+  [[nodiscard]] virtual bench_bound bound() const { return bench_bound::memory; }
+  [[nodiscard]] virtual double flops() const { return 0; }
+  virtual status anchors(const stream&, std::vector<bench_anchor>& out) {
+    out.clear();
+    return {};
+  }
 };
 
 //! The first database device whose code is `a`'s (its candidate lists and planned resources stand for

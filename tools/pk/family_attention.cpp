@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 namespace pk::tool {
 namespace {
@@ -112,7 +114,10 @@ class attention_family final : public family {
             {"kv_dtype", context_ > 0 ? to_string(dpb_.kv_type) : dtype_}};
   }
 
-  void use_code(pk::target t) override { pb_.ws_compiled = attention::ws_compiled(t); }
+  void use_code(pk::target t) override {
+    pb_.ws_compiled = attention::ws_compiled(t);
+    candidate_names_device_.clear();  // the candidate list depends on the code target
+  }
   [[nodiscard]] archdb::plan plan(const archdb::device_desc& d) const override {
     if (context_ == 0) return plan_attention(d, pb_);
     const attention::decode_plan dp = attention::plan_decode(d, dpb_);
@@ -209,6 +214,7 @@ class attention_family final : public family {
         x = round_to(pb_.type, static_cast<float>(static_cast<double>(z >> 40) * 0x1p-23 - 1.0));
       }
     };
+    reference_ready_ = false;
     fill(q_, nq);
     fill(k_, nk);
     fill(v_, nk);
@@ -221,13 +227,17 @@ class attention_family final : public family {
 
   status launch(const stream& s, int index) override {
     attention_args a;
-    std::string forced;
     if (index >= 0) {
-      const archdb::plan p = plan(s.device());
-      if (static_cast<std::size_t>(index) >= p.all.size())
+      // The candidate names, planned once per device: planning inside the timed region would add its host
+      // time to small problems' times.
+      if (candidate_names_device_ != s.device().name) {
+        candidate_names_.clear();
+        for (const auto& e : plan(s.device()).all) candidate_names_.push_back(e.name);
+        candidate_names_device_ = s.device().name;
+      }
+      if (static_cast<std::size_t>(index) >= candidate_names_.size())
         return invalid_argument("attention: candidate index " + std::to_string(index) + " out of range");
-      forced = p.all[static_cast<std::size_t>(index)].name;
-      a.policy = forced.c_str();
+      a.policy = candidate_names_[static_cast<std::size_t>(index)].c_str();
     }
     a.q = view(dq_.data(), pb_.seqlen_q, pb_.heads_q);
     a.k = view(dk_.data(), pb_.seqlen_k, pb_.heads_kv);
@@ -242,40 +252,68 @@ class attention_family final : public family {
   status verify(const stream& s, const archdb::plan&, verification& v) override {
     // FlashAttention's two-reference rule (STYLE.md §2.7): ref in double, naive at the kernel's precision
     // in another order; max|out - ref| <= 2 max|naive - ref| + atol_noise, atol_noise = 2 max|(ref + 0.3 - 0.3) - ref|
-    // in the output type. Fully masked rows must be exactly 0.
+    // in the output type. Fully masked rows must be exactly 0. The references are computed once per
+    // prepare (they do not depend on the plan), on every query row or, for large problems, on a sample.
     std::vector<std::uint16_t> out;
     PK_TRY(synchronize(s));
     PK_TRY(dout_.download(out));
-    const double scale = 1.0 / std::sqrt(static_cast<double>(pb_.head_dim));
-    const auto rnd = [&](float x) { return round_to(pb_.type, x); };
-    double err = 0, err_naive = 0, noise = 0;
+    if (!reference_ready_) compute_reference();
+    const std::size_t row = static_cast<std::size_t>(pb_.heads_q) * pb_.head_dim;
+    double err = 0;
     bool finite = true;
-    const std::size_t qs = static_cast<std::size_t>(pb_.seqlen_q) * pb_.heads_q * pb_.head_dim;
-    const std::size_t ks = static_cast<std::size_t>(pb_.seqlen_k) * pb_.heads_kv * pb_.head_dim;
-    for (int b = 0; b < pb_.batch; ++b) {
-      attention::reference::mask m{static_cast<int>(pb_.seqlen_q), static_cast<int>(pb_.seqlen_k), pb_.causal,
-                                   pb_.window_left, pb_.window_right};
-      std::vector<double> ref, ref_lse, nv, nv_lse;
-      const float* qb = q_.data() + b * qs;
-      const float* kb = k_.data() + b * ks;
-      const float* vb = v_.data() + b * ks;
-      attention::reference::forward(qb, kb, vb, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale, false, rnd, ref, ref_lse);
-      attention::reference::forward(qb, kb, vb, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale, true, rnd, nv, nv_lse);
-      for (std::size_t i = 0; i < qs; ++i) {
-        const double got = from_bits(pb_.type, out[b * qs + i]);
+    for (std::size_t r = 0; r < checked_rows_.size(); ++r)
+      for (std::size_t k = 0; k < row; ++k) {
+        const double got = from_bits(pb_.type, out[static_cast<std::size_t>(checked_rows_[r]) * row + k]);
         finite = finite && std::isfinite(got);
-        err = std::max(err, std::fabs(got - ref[i]));
-        err_naive = std::max(err_naive, std::fabs(nv[i] - ref[i]));
-        const float r = rnd(static_cast<float>(ref[i]));
-        noise = std::max(noise, std::fabs(static_cast<double>(rnd(rnd(r + 0.3f) - 0.3f)) - r));
+        err = std::max(err, std::fabs(got - ref_rows_[r * row + k]));
       }
-    }
-    const double bound = 2 * err_naive + 2 * noise;
+    const double bound = 2 * err_naive_ + 2 * noise_;
+    const std::int64_t rows = std::int64_t{pb_.batch} * pb_.seqlen_q;
     v.pass = finite && err <= bound;
     v.detail = {{"abs_error", err},
-                {"bound", bound},           {"naive_error", err_naive}, {"noise", 2 * noise},
-                {"rule", "max|out - ref| <= 2 max|naive - ref| + 2 max|(ref + 0.3 - 0.3) - ref| (FlashAttention); ref in double"}};
+                {"bound", bound},           {"naive_error", err_naive_}, {"noise", 2 * noise_},
+                {"rows_checked", checked_rows_.size()}, {"rows", rows},
+                {"rule", "max|out - ref| <= 2 max|naive - ref| + 2 max|(ref + 0.3 - 0.3) - ref| (FlashAttention); ref in double" +
+                             (static_cast<std::int64_t>(checked_rows_.size()) < rows
+                                  ? "; on " + std::to_string(checked_rows_.size()) + " of " + std::to_string(rows) +
+                                        " query rows (evenly spaced, the last included: the CPU reference of every row would take too long)"
+                                  : std::string{})}};
     return {};
+  }
+
+  // `pk bench attention`: bf16 training shapes, 16k tokens per batch (batch x seqlen) and 2048 channels
+  // (heads x head_dim), head_dim 64 and 128, seqlen 1k/4k/16k, causal or not. --quick: two small problems
+  // the emulator runs in seconds with every candidate.
+  [[nodiscard]] std::vector<bench_problem> bench_grid(bool quick) const override {
+    constexpr int tokens = 16384, channels = 2048;
+    std::vector<bench_problem> g;
+    const auto add = [&](int d, int seqlen, int batch, int heads, bool causal) {
+      const std::string sl = seqlen % 1024 == 0 ? std::to_string(seqlen / 1024) + "k" : std::to_string(seqlen);
+      bench_problem p{"d" + std::to_string(d) + " s" + sl + " b" + std::to_string(batch) + (causal ? " causal" : ""),
+                      {"--dtype", "bf16", "--batch", std::to_string(batch), "--heads", std::to_string(heads), "--head-dim",
+                       std::to_string(d), "--seqlen-q", std::to_string(seqlen)}};
+      if (causal) p.args.emplace_back("--causal");
+      g.push_back(std::move(p));
+    };
+    if (quick) {
+      for (const bool causal : {false, true}) add(64, 128, 1, 2, causal);
+      return g;
+    }
+    for (const int d : {64, 128})
+      for (const int seqlen : {1024, 4096, 16384})
+        for (const bool causal : {false, true}) add(d, seqlen, tokens / seqlen, channels / d, causal);
+    return g;
+  }
+  [[nodiscard]] bench_bound bound() const override { return bench_bound::matrix; }
+  //! 4 flops per (query, key) pair seen and head channel (two matrix products of 2 flops per multiply-add);
+  //! masked pairs are not counted.
+  [[nodiscard]] double flops() const override {
+    double pairs = 0;
+    for (std::int64_t i = 0; i < pb_.seqlen_q; ++i) {
+      const auto [lo, hi] = keys_of(i);
+      if (hi >= lo) pairs += static_cast<double>(hi - lo + 1);
+    }
+    return 4.0 * pb_.batch * pb_.heads_q * pb_.head_dim * pairs;
   }
 
   [[nodiscard]] double bytes_moved() const override {
@@ -283,6 +321,63 @@ class attention_family final : public family {
   }
 
  private:
+  //! The keys query row i sees, [lo, hi] (empty when hi < lo): the mask's bottom-right aligned diagonal.
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> keys_of(std::int64_t i) const {
+    const std::int64_t diag = pb_.seqlen_k - pb_.seqlen_q;
+    const std::int64_t right = pb_.causal ? 0 : pb_.window_right;
+    const std::int64_t hi = right >= 0 ? std::min(pb_.seqlen_k - 1, i + diag + right) : pb_.seqlen_k - 1;
+    const std::int64_t lo = pb_.window_left >= 0 ? std::max<std::int64_t>(0, i + diag - pb_.window_left) : 0;
+    return {lo, hi};
+  }
+
+  //! The references of the checked query rows: each row on its own (its visible keys, unmasked, in the
+  //! same order as the whole-sequence reference), rows spread over the hardware threads.
+  void compute_reference() {
+    const std::int64_t rows = std::int64_t{pb_.batch} * pb_.seqlen_q;
+    // Multiply-adds of the two references of one row: QK^T and PV over every key, in double and in float.
+    const double per_row = 4.0 * pb_.heads_q * pb_.head_dim * static_cast<double>(pb_.seqlen_k);
+    const std::int64_t affordable = std::max<std::int64_t>(min_checked_rows, static_cast<std::int64_t>(reference_budget / per_row));
+    const std::int64_t count = std::min(rows, affordable);
+    checked_rows_.clear();
+    for (std::int64_t k = 0; k < count; ++k)
+      checked_rows_.push_back(count == rows ? k : (count == 1 ? rows - 1 : k * (rows - 1) / (count - 1)));
+    const std::size_t row = static_cast<std::size_t>(pb_.heads_q) * pb_.head_dim;
+    ref_rows_.assign(checked_rows_.size() * row, 0.0);
+    const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(count)));
+    std::vector<double> naive(threads, 0.0), noise(threads, 0.0);
+    const auto work = [&](unsigned t) {
+      const auto rnd = [&](float x) { return round_to(pb_.type, x); };
+      const double scale = 1.0 / std::sqrt(static_cast<double>(pb_.head_dim));
+      const std::size_t kv_row = static_cast<std::size_t>(pb_.heads_kv) * pb_.head_dim;
+      std::vector<double> ref, ref_lse, nv, nv_lse;
+      for (std::size_t r = t; r < checked_rows_.size(); r += threads) {
+        const std::int64_t b = checked_rows_[r] / pb_.seqlen_q, i = checked_rows_[r] % pb_.seqlen_q;
+        const auto [lo, hi] = keys_of(i);
+        if (hi < lo) continue;  // fully masked: the output must be 0 (ref_rows_ holds 0)
+        const float* q = q_.data() + static_cast<std::size_t>(checked_rows_[r]) * row;
+        const std::size_t k0 = (static_cast<std::size_t>(b) * pb_.seqlen_k + static_cast<std::size_t>(lo)) * kv_row;
+        const attention::reference::mask m{1, static_cast<int>(hi - lo + 1), false, -1, -1};
+        attention::reference::forward(q, k_.data() + k0, v_.data() + k0, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale,
+                                      false, rnd, ref, ref_lse);
+        attention::reference::forward(q, k_.data() + k0, v_.data() + k0, pb_.heads_q, pb_.heads_kv, pb_.head_dim, m, scale,
+                                      true, rnd, nv, nv_lse);
+        for (std::size_t k = 0; k < row; ++k) {
+          ref_rows_[r * row + k] = ref[k];
+          naive[t] = std::max(naive[t], std::fabs(nv[k] - ref[k]));
+          const float x = rnd(static_cast<float>(ref[k]));
+          noise[t] = std::max(noise[t], std::fabs(static_cast<double>(rnd(rnd(x + 0.3f) - 0.3f)) - x));
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (auto& th : pool) th.join();
+    err_naive_ = *std::max_element(naive.begin(), naive.end());
+    noise_ = *std::max_element(noise.begin(), noise.end());
+    reference_ready_ = true;
+  }
+
   tensor_view view(const void* data, std::int64_t seqlen, int heads) const {
     tensor_view t;
     t.data = data;
@@ -315,6 +410,18 @@ class attention_family final : public family {
   attention::decode_problem dpb_;
   const attn_dtype* dt_ = nullptr;
   std::vector<float> q_, k_, v_;
+  std::vector<std::string> candidate_names_;  // of the plan on candidate_names_device_ (launch)
+  std::string candidate_names_device_;
+  // The CPU reference of the prepared inputs (compute_reference): checked query rows (flat batch x seqlen_q
+  // indices) and their outputs [rows, heads_q, head_dim]. Every row while the two references of all rows
+  // cost at most `reference_budget` multiply-adds (2^32: seconds on one core, a few seconds spread over the
+  // cores for a 16k-token, 2048-channel problem), else evenly spaced rows, at least `min_checked_rows`.
+  static constexpr double reference_budget = 0x1p32;
+  static constexpr std::int64_t min_checked_rows = 16;
+  bool reference_ready_ = false;
+  std::vector<std::int64_t> checked_rows_;
+  std::vector<double> ref_rows_;
+  double err_naive_ = 0, noise_ = 0;
   device_buffer<std::uint16_t> dq_, dk_, dv_, dout_;
 };
 

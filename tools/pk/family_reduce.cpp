@@ -1,4 +1,5 @@
 // `pk plan|tune|run|candidates reduce`: device-wide reductions (pk::reduce; sum, min, max).
+#include "bench_gpu.hpp"
 #include "family.hpp"
 
 #include <pk/portable/numeric.hpp>
@@ -241,6 +242,33 @@ class reduce_family final : public family {
     return dt_ ? static_cast<double>(n_) * reduction::size_of(dt_->type) : 0;
   }
 
+  // `pk bench reduce`: sum from L2-resident (2^20 elements, 4 MiB of f32) to far past any L2 (2^28, 1 GiB of
+  // f32), f32 and bf16 (fp32 accumulation), and max at the two largest sizes. --quick: two sizes small
+  // enough for the emulator (a few seconds for every candidate).
+  [[nodiscard]] std::vector<bench_problem> bench_grid(bool quick) const override {
+    std::vector<bench_problem> g;
+    const auto add = [&](const char* op, const char* dt, int log2n) {
+      g.push_back({std::string(op) + " " + dt + " 2^" + std::to_string(log2n),
+                   {"--op", op, "--dtype", dt, "--n", std::to_string(std::int64_t{1} << log2n)}});
+    };
+    const std::vector<int> sum_sizes = quick ? std::vector<int>{12, 16} : std::vector<int>{20, 22, 24, 26, 28};
+    const std::vector<int> max_sizes = quick ? std::vector<int>{16} : std::vector<int>{24, 28};
+    for (const char* dt : {"f32", "bf16"}) {
+      for (const int lg : sum_sizes) add("sum", dt, lg);
+      for (const int lg : max_sizes) add("max", dt, lg);
+    }
+    return g;
+  }
+
+  status anchors(const stream& s, std::vector<bench_anchor>& out) override {
+    out.clear();
+    if (s.backend() != backend_kind::cuda || !have_cub()) return {};
+    const std::string name = cub_reduce_name(rop_, dt_->type);
+    if (name.empty()) return {};
+    out.push_back({name, [this, s] { return cub_reduce(s, rop_, dt_->type, in_.data(), n_, out_.data(), cub_temp_); }});
+    return {};
+  }
+
  private:
   static std::vector<std::string> dtype_names() {
     std::vector<std::string> v;
@@ -327,7 +355,7 @@ class reduce_family final : public family {
   const reduce_dtype* dt_ = nullptr;
   reduce_op rop_ = reduce_op::sum;
   double ref_ = 0, abs_sum_ = 0;
-  device_buffer<unsigned char> in_, out_;
+  device_buffer<unsigned char> in_, out_, cub_temp_;
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // pk — the command-line tool: the device database, plans with their reasons, tuning, and runs verified
 // against a CPU reference. `pk --help` and `pk <command> --help` describe every option; --json gives
 // machine-readable output; the exit status is non-zero on any error or failed verification.
+#include "bench.hpp"
 #include "family.hpp"
+#include "measure.hpp"
 #include "resource_check.hpp"
 #include "timing.hpp"
 
@@ -318,13 +320,7 @@ int cmd_tune(family& f, const verb_options& o) {
   f.use_code(s.code_target());
   const archdb::plan model = f.plan(d);
   // Rank the fitting candidates by the model's prediction; measure the top ones.
-  std::vector<int> order;
-  for (std::size_t i = 0; i < model.all.size(); ++i)
-    if (model.all[i].fits) order.push_back(static_cast<int>(i));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return model.all[static_cast<std::size_t>(a)].predicted_us < model.all[static_cast<std::size_t>(b)].predicted_us;
-  });
-  if (o.top > 0 && static_cast<std::size_t>(o.top) < order.size()) order.resize(static_cast<std::size_t>(o.top));
+  const std::vector<int> order = rank_fitting(model, o.top);
   if (order.empty()) return fail(unsupported("no candidate fits " + d.name + ": " + model.why));
   const int warmup = o.warmup >= 0 ? o.warmup : 3;
   const int reps = o.reps > 0 ? o.reps : (emulated ? 3 : 25);
@@ -333,30 +329,26 @@ int cmd_tune(family& f, const verb_options& o) {
             << "key: device=" << key.device << " family=" << key.family << " candidate_set=" << key.candidate_set
             << " bucket=" << key.bucket << "\n";
   if (auto st = f.prepare(s, o.seed); !st) return fail(st);
+  const measure_progress progress = [&](std::size_t k, std::size_t n, const std::string& name, const measured_run* r) {
+    if (!r) {
+      std::cerr << "[" << k + 1 << "/" << n << "] " << pad(name, 24) << " " << std::flush;
+      return;
+    }
+    std::cerr << "median " << fmt_time(r->t.median_us) << " (min " << fmt_time(r->t.min_us) << ", max "
+              << fmt_time(r->t.max_us) << ", " << reps << " reps after " << warmup << " warm-up)"
+              << (r->v.pass ? ", verified" : ", WRONG RESULT: excluded") << "\n";
+  };
+  std::vector<measured_run> runs;
+  if (auto st = measure_runs(f, s, model, order, warmup, reps, progress, runs); !st) return fail(st);
   json measured = json::array();
   int best = -1;
   double best_us = 0;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const int i = order[k];
-    const std::string& name = model.all[static_cast<std::size_t>(i)].name;
-    std::cerr << "[" << k + 1 << "/" << order.size() << "] " << pad(name, 24) << " " << std::flush;
-    timing t;
-    if (auto st = time_work(s, warmup, reps, [&] { return f.launch(s, i); }, t); !st) return fail(st);
-    archdb::plan pi = model;
-    pi.index = i;
-    pi.name = name;
-    pi.occ = model.all[static_cast<std::size_t>(i)].occ;
-    verification v;
-    if (auto st = f.verify(s, pi, v); !st) return fail(st);
-    std::cerr << "median " << fmt_time(t.median_us) << " (min " << fmt_time(t.min_us) << ", max " << fmt_time(t.max_us) << ", "
-              << reps << " reps after " << warmup << " warm-up)" << (v.pass ? ", verified" : ", WRONG RESULT: excluded")
-              << "\n";
-    measured.push_back({{"name", name}, {"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us},
-                        {"predicted_us", model.all[static_cast<std::size_t>(i)].predicted_us}, {"verified", v.pass},
-                        {"clock", t.clock}});
-    if (v.pass && (best < 0 || t.median_us < best_us)) {
-      best = i;
-      best_us = t.median_us;
+  for (const auto& r : runs) {
+    measured.push_back({{"name", r.name}, {"median_us", r.t.median_us}, {"min_us", r.t.min_us}, {"max_us", r.t.max_us},
+                        {"predicted_us", r.predicted_us}, {"verified", r.v.pass}, {"clock", r.t.clock}});
+    if (r.v.pass && (best < 0 || r.t.median_us < best_us)) {
+      best = r.index;
+      best_us = r.t.median_us;
     }
   }
   if (best < 0) return fail({errc::internal, "no candidate produced a verified result"});
@@ -483,6 +475,25 @@ int main(int argc, char** argv) {
     }
   }
 
+  // bench: one subcommand per family; the problems are the family's benchmark grid (no problem options).
+  bench_options bo;
+  std::string bench_device;
+  std::vector<std::pair<CLI::App*, const family_registration*>> bench_cmds;
+  auto* bench = app.add_subcommand(
+      "bench", "benchmark the family's grid: plan vs every candidate, rooflines and anchors; markdown table and SVG plot");
+  bench->require_subcommand(1);
+  for (const auto& reg : families()) {
+    auto* c = bench->add_subcommand(reg.name, reg.make()->summary());
+    c->add_option("--device", bench_device, "emulate this database device instead of using the GPU (implies --quick)");
+    c->add_flag("--quick", bo.quick, "a few small problems instead of the full grid");
+    c->add_option("--reps", bo.reps, "timed runs per measurement, median reported (default: 25 on a GPU, 1 on the emulator)")
+        ->check(CLI::PositiveNumber);
+    c->add_option("--out", bo.out_dir, "write DIR/bench-FAMILY.md (table and header) and DIR/bench-FAMILY.svg (plot)");
+    c->add_option("--seed", bo.seed, "seed of the random inputs")->capture_default_str();
+    c->add_flag("--json", bo.json, "the same data as JSON on stdout instead of the markdown table");
+    bench_cmds.emplace_back(c, &reg);
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -495,6 +506,19 @@ int main(int argc, char** argv) {
   if (rcheck->parsed()) {
     rc.json = json_out;
     return resource_check_main(rc);
+  }
+  for (const auto& [cmd, reg] : bench_cmds) {
+    if (!cmd->parsed()) continue;
+    std::string line = "pk";
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,") ==
+                                           std::string::npos;
+      line += " " + (plain ? a : "'" + a + "'");
+    }
+    pk::stream s;
+    if (auto st = select_stream(bench_device, s); !st) return fail(st);
+    return cmd_bench(*reg, s, bo, line);
   }
   vo.json = json_out;
   for (auto& e : vf) {

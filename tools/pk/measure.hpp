@@ -1,0 +1,37 @@
+// pk command-line tool: the candidate loop shared by `pk tune` and `pk bench`: each run (a candidate
+// forced by index, or the library's own plan) is warmed up, timed (timing.hpp) and verified against the
+// family's CPU reference.
+#pragma once
+#include "family.hpp"
+#include "timing.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pk::tool {
+
+//! One measured run.
+struct measured_run {
+  int index = -1;           //!< candidate index in the plan; -1: the library's own plan
+  std::string name;         //!< the candidate's name (for index -1: the planned candidate's)
+  double predicted_us = 0;  //!< the model's prediction for it
+  timing t;
+  verification v;
+};
+
+//! Called before (`done` null) and after each run: run k (0-based) of n.
+using measure_progress = std::function<void(std::size_t k, std::size_t n, const std::string& name, const measured_run* done)>;
+
+//! The fitting candidates of `model`, best predicted first (stable); only the first `top` when top > 0.
+std::vector<int> rank_fitting(const archdb::plan& model, int top);
+
+//! Runs each entry of `order` on the prepared family `f`: i >= 0 forces candidate i of `model`, -1 runs
+//! the library's own plan (`model`, which must have a fitting choice). Each run: `warmup` untimed runs,
+//! `reps` timed ones, then the result of the last one is verified. A wrong result is reported in the
+//! run's verification, not as an error; errors (launch, backend) stop the loop.
+status measure_runs(family& f, const stream& s, const archdb::plan& model, const std::vector<int>& order, int warmup,
+                    int reps, const measure_progress& progress, std::vector<measured_run>& out);
+
+}  // namespace pk::tool
