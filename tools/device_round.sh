@@ -3,7 +3,10 @@
 # benchmarks with their anchors, from a build folder made on the CI kind (binaries built there run on
 # the GPU machine) and carried along. Logs go to $OUT; a short summary is printed last.
 #
-#   tools/device_round.sh BUILD_DIR [tests|sanitize|bench|all]...
+#   tools/device_round.sh BUILD_DIR [tests|sanitize|bench|python|pkbench|all]...
+#
+# python: the Python module's PyTorch test (tests/python/test_pk_torch.py) with BUILD_DIR/python on the
+# path; pkbench: `pk bench reduce` and `pk bench attention` (markdown and SVG under $OUT/pkbench).
 set -u
 build=${1:?build dir}; shift
 steps=${*:-all}
@@ -53,6 +56,19 @@ if has bench; then
   if [[ -f bench/reduction/torch_bench.py ]]; then
     PYTHONUNBUFFERED=1 python3 bench/reduction/torch_bench.py > "$out/torch_bench.txt" 2>&1; note "bench torch (reduction anchors): rc=$?"
   fi
+fi
+
+if has python; then
+  PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 tests/python/test_pk_torch.py -v \
+    > "$out/python_torch.log" 2>&1; rc=$?
+  note "python test_pk_torch: rc=$rc $(grep -E '^(OK|FAILED|Ran )' "$out/python_torch.log" | tr '\n' ' ')"
+fi
+
+if has pkbench; then
+  for fam in reduce attention; do
+    "$build/tools/pk/pk" bench "$fam" --out "$out/pkbench" > "$out/pkbench_$fam.txt" 2> "$out/pkbench_$fam.err"; rc=$?
+    note "pk bench $fam: rc=$rc"
+  done
 fi
 
 echo "==== summary ===="

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Attention forward on the GPU: pk (through libpk_attention_shim.so, ctypes) against PyTorch SDPA's
+"""Attention forward on the GPU: pk (the Python module, on PyTorch tensors) against PyTorch SDPA's
 flash and cuDNN backends and the autotuned Triton anchor (shared/anchors/triton_attn.py), measured in the
 same process on the same tensors with the same CUDA events. Triton autotunes on a first call per shape,
 before any timed run; if the anchor cannot be loaded (no triton) or fails for a shape, its column is nan.
@@ -7,11 +7,10 @@ before any timed run; if the anchor cannot be loaded (no triton) or fails for a 
 FlashAttention grid: batch * seqlen = 16384 tokens, hidden = heads * head_dim = 2048, bf16, forward;
 TFLOP/s = 4 * b * h * s^2 * d (halved when causal); median of `reps` event-timed runs after warm-up.
 
-  python3 bench/attention/bench_attention.py --lib build/attn-cuda/bench/attention/libpk_attention_shim.so
+  PYTHONPATH=<cuda build>/python python3 bench/attention/bench_attention.py [--svg results.svg]
 """
 import argparse
 import ast
-import ctypes
 import importlib.util
 import pathlib
 import statistics
@@ -62,7 +61,6 @@ def load_triton_anchor(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--dims", default="64,128,256")
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
@@ -70,6 +68,7 @@ def main():
     ap.add_argument("--triton-anchor", default="../shared/anchors/triton_attn.py",
                     help="the Triton attention anchor, relative to the repository root")
     ap.add_argument("--candidates", action="store_true", help="also time every fitting candidate policy")
+    ap.add_argument("--svg", help="also write the table as an SVG plot (bench/plot.py) to this path")
     args = ap.parse_args()
     causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     repo_root = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -79,13 +78,12 @@ def main():
     except Exception as e:  # no triton, missing file, ...
         print(f"# triton unavailable: {type(e).__name__}: {e}", file=sys.stderr)
         anchor = None
-    lib = ctypes.CDLL(args.lib)
-    i64p = ctypes.POINTER(ctypes.c_int64)
-    lib.pk_attention_forward.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, i64p, i64p, ctypes.c_void_p,
-                                         ctypes.c_void_p, i64p, i64p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
-    lib.pk_attention_plan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                      ctypes.c_int64, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    import pk
+    gpus = pk.devices()["gpus"]
+    if not gpus:
+        sys.exit("bench_attention: this pk build sees no GPU (a CUDA build's python/ must be on PYTHONPATH)")
+    device = gpus[torch.cuda.current_device()]["name"]
+    plot_rows = []
     print(f"# device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
     if anchor is not None:
         print(f"# triton {anchor.triton.__version__} anchor: {anchor_path}")
@@ -93,22 +91,14 @@ def main():
           "| max abs diff vs flash | pk plan | best candidate (TFLOP/s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     torch.manual_seed(0)
-    err = ctypes.create_string_buffer(4096)
     for d in [int(x) for x in args.dims.split(",")]:
         for s in [int(x) for x in args.seqlens.split(",")]:
             b, h = 16384 // s, 2048 // d
             q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             out = torch.empty_like(q)
-            shape = (ctypes.c_int64 * 4)(*q.shape)
-            stride = (ctypes.c_int64 * 4)(*q.stride())
             for causal in causals:
-                stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-
                 def run_pk(policy=None):
-                    rc = lib.pk_attention_forward(stream, 0, q.data_ptr(), shape, stride, k.data_ptr(), v.data_ptr(),
-                                                  shape, stride, out.data_ptr(), None, int(causal), policy, err, 4096)
-                    if rc != 0:
-                        raise RuntimeError(err.value.decode())
+                    pk.attention(q, k, v, causal=causal, out=out, policy=policy)
 
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 res = {}
@@ -148,13 +138,13 @@ def main():
                 res["pk"] = time_ms(run_pk, args.reps)
                 flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
                 tf = {n: flops / (t * 1e-3) / 1e12 for n, t in res.items()}
-                plan = ctypes.create_string_buffer(8192)
-                lib.pk_attention_plan(stream, 0, b, h, d, s, int(causal), plan, 8192)
-                name, fitting, _ = plan.value.decode().split("|", 2)
+                plan = pk.plan("attention", device=device, batch=b, heads_q=h, head_dim=d, seqlen_q=s, causal=causal)
+                name = plan["name"]
+                fitting = [c["name"] for c in plan["candidates"] if c["fits"]]
                 cands = {}
                 if args.candidates:
-                    for c in fitting.split(","):
-                        t = time_ms(lambda: run_pk(c.encode()), args.reps)
+                    for c in fitting:
+                        t = time_ms(lambda: run_pk(c), args.reps)
                         cands[c] = flops / (t * 1e-3) / 1e12
                     # Every candidate's rate, for calibrating the planner's models against measurement.
                     print(f"# candidates d={d} s={s} causal={int(causal)} plan={name}: " +
@@ -164,6 +154,13 @@ def main():
                       f"{tf['pk'] / tf['flash']:.2f} | {tf['pk'] / tf['cudnn']:.2f} | {tf['pk'] / tf['triton']:.2f} | "
                       f"{diff:.3g} | {name} | "
                       f"{best[0].replace('attn_fwd_bf16_', '')} ({best[1]:.0f}) |", flush=True)
+                plot_rows.append((f"d{d} s{s}{' c' if causal else ''}",
+                                  {"pk": tf["pk"], "SDPA flash": tf["flash"], "cuDNN": tf["cudnn"], "Triton": tf["triton"]}))
+    if args.svg:
+        sys.path.insert(0, str(repo_root / "bench"))
+        import plot
+        plot.write_svg(args.svg, f"attention forward, bf16, {torch.cuda.get_device_name()}", "TFLOP/s",
+                       pk.devices()["gpus"][torch.cuda.current_device()]["peak_bf16_tflops"], plot_rows)
 
 
 if __name__ == "__main__":

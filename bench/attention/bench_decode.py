@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Decode attention over a KV cache on the GPU: pk::attention_decode (through libpk_attention_shim.so, ctypes)
+"""Decode attention over a KV cache on the GPU: pk::attention_decode (through pk's Python module)
 on paged caches with shuffled page tables, bf16 and FP8 (e4m3fn, per-KV-head scales), against PyTorch SDPA's
 cuDNN and flash backends on the equivalent contiguous bf16 cache, measured in the same process with the same
 CUDA events (bench_attention.time_ms: median of `reps` event-timed single calls after 3 warm-up calls).
@@ -25,10 +25,9 @@ launch overhead (pk's validation and planning, SDPA's dispatch) is included wher
 --sweep-splits: for the rows above (and --pages, default 16) time pk at every forced split count
 1, 2, 4, ..., 128 and the planner's own choice, and report the best against the plan (target: within 5%).
 
-  python3 bench/attention/bench_decode.py --lib build/attn-cuda/bench/attention/libpk_attention_shim.so --quick
+  PYTHONPATH=<cuda build>/python python3 bench/attention/bench_decode.py --quick
 """
 import argparse
-import ctypes
 import math
 import os
 import re
@@ -49,7 +48,6 @@ CONTEXTS = (1024, 4096, 16384, 65536, 131072)
 SWEEP_ROWS = ((1, 131072), (4, 16384), (64, 4096))  # (batch, context): the split sweep, and the page-1 rows
 QUICK_ROWS = ((32, 8, 1, 131072), (32, 8, 64, 4096), (8, 1, 16, 16384))  # (hq, hkv, batch, context)
 SPLITS = tuple(2 ** i for i in range(8))  # 1 .. 128 (pk::max_decode_splits)
-TYPE_CODE = {"bf16": 0, "f16": 1, "fp8": 2}  # the shim's type codes (fp8 = f8e4m3fn)
 FP8_MAX = 448.0  # largest finite e4m3fn
 TOL_OUT = 2e-2  # max |pk - ref| over max |ref| (bf16 output rounding is 2^-9 of that)
 TOL_LSE = 1e-2  # max |pk - ref| of the natural-log LSE (one missing half of the keys moves it by 0.69)
@@ -71,81 +69,63 @@ class PkError(RuntimeError):
     """pk returned a status other than ok (bad argument, unsupported): the row fails, the run goes on."""
 
 
-class Shim:
-    """The decode entry points of libpk_attention_shim.so (attention_shim.cpp)."""
+class Pk:
+    """The decode entry points through pk's Python module (pk.decode, pk.kv_cache_append, pk.plan)."""
 
-    def __init__(self, path):
-        self.lib = lib = ctypes.CDLL(path)
-        vp, ci, i64, i64p = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
-        cache = [ci, vp, vp, i64p, i64p, i64p, vp, i64, i64, i64, vp, vp, vp]  # kv_type .. v_scale
-        lib.pk_attention_decode.argtypes = ([vp, ci, ci, vp, i64p, i64p, vp, i64p, vp] + cache +
-                                            [ctypes.c_float, ci, ci, ci, ci, vp, ctypes.c_char_p,
-                                             ctypes.c_char_p, ci])
-        lib.pk_attention_decode.restype = ci
-        lib.pk_kv_cache_append.argtypes = ([vp, ci] + cache +
-                                           [ci, vp, vp, i64p, i64p, i64p, vp, ctypes.c_char_p, ci])
-        lib.pk_kv_cache_append.restype = ci
-        lib.pk_attention_decode_plan.argtypes = [vp, ci, ci, ci, ci, ci, ci, ci, ci, i64, ci, ci, ci, ci, ci,
-                                                 ctypes.POINTER(ci), ctypes.c_char_p, ci]
-        lib.pk_attention_decode_plan.restype = ci
-        self.err = ctypes.create_string_buffer(4096)
+    KV_DTYPE = {"bf16": None, "f16": None, "fp8": "f8e4m3fn"}
 
-    @staticmethod
-    def _stream():
-        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), torch.cuda.current_device()
+    def __init__(self):
+        import pk
+        self.pk = pk
+        gpus = pk.devices()["gpus"]
+        if not gpus:
+            sys.exit("bench_decode: this pk build sees no GPU (a CUDA build's python/ must be on PYTHONPATH)")
+        self.device = gpus[torch.cuda.current_device()]["name"]
 
-    @staticmethod
-    def _i64(xs):
-        return (ctypes.c_int64 * len(xs))(*xs)
-
-    def _cache_args(self, cache, keep):
-        """kv_type, k, v, kv_shape, k_stride, v_stride, table, rows, cols, row stride, seqlens, scales."""
-        k, v, t = cache["k"], cache["v"], cache["table"]
-        arrs = [self._i64(k.shape), self._i64(k.stride()), self._i64(v.stride())]
-        keep.extend(arrs)
-        tab = (t.data_ptr(), t.shape[0], t.shape[1], t.stride(0)) if t is not None else (None, 0, 0, 0)
-        ptr = lambda x: x.data_ptr() if x is not None else None  # noqa: E731
-        return [TYPE_CODE[cache["kv"]], k.data_ptr(), v.data_ptr(), *arrs, *tab, cache["seqlens"].data_ptr(),
-                ptr(cache["k_scale"]), ptr(cache["v_scale"])]
+    def _cache_kw(self, cache):
+        return dict(block_table=cache["table"], kv_dtype=self.KV_DTYPE[cache["kv"]], k_scale=cache["k_scale"],
+                    v_scale=cache["v_scale"])
 
     def decode_fn(self, q, out, cache, num_splits=0, lse=None, error=None, policy=None):
+        """A no-argument callable running pk.decode (arguments converted once, outside the timing: bind=True)."""
         if policy is None and FORCED_POLICY:  # --policy: one candidate (by its name's tail) for every row
             policy = f"attn_decode_bf16_d{q.shape[3]}_{FORCED_POLICY}"
-        """A no-argument callable running pk::attention_decode (arguments marshalled once, outside the timing)."""
-        stream, ordinal = self._stream()
-        keep = [self._i64(q.shape), self._i64(q.stride()), self._i64(out.stride())]
-        args = ([stream, ordinal, TYPE_CODE["bf16"], q.data_ptr(), keep[0], keep[1], out.data_ptr(), keep[2],
-                 lse.data_ptr() if lse is not None else None] + self._cache_args(cache, keep) +
-                [0.0, 0, -1, -1, num_splits, error.data_ptr() if error is not None else None,
-                 policy.encode() if policy else None, self.err, len(self.err)])
-        fn, err = self.lib.pk_attention_decode, self.err
+        try:
+            run = self.pk.decode(q, cache["k"], cache["v"], cache["seqlens"], num_splits=num_splits, out=out,
+                                 error=error, policy=policy, bind=True, **self._cache_kw(cache))
+        except self.pk.Error as e:
+            raise PkError(str(e)) from e
+        if lse is not None:  # the LSE goes to the caller's tensor: run the unbound call
+            def run_lse():
+                try:
+                    _, got = self.pk.decode(q, cache["k"], cache["v"], cache["seqlens"], num_splits=num_splits,
+                                            out=out, error=error, policy=policy, return_lse=True,
+                                            **self._cache_kw(cache))
+                except self.pk.Error as e:
+                    raise PkError(str(e)) from e
+                lse.copy_(got)
+            return run_lse
 
-        def run():
-            if fn(*args) != 0:
-                raise PkError(err.value.decode())
-        run.keep = keep  # the shape/stride arrays live as long as the callable
-        return run
+        def checked():
+            try:
+                run()
+            except self.pk.Error as e:
+                raise PkError(str(e)) from e
+        return checked
 
     def append(self, cache, k_new, v_new, new_type="bf16", error=None):
-        stream, ordinal = self._stream()
-        keep = [self._i64(k_new.shape), self._i64(k_new.stride()), self._i64(v_new.stride())]
-        args = ([stream, ordinal] + self._cache_args(cache, keep) +
-                [TYPE_CODE[new_type], k_new.data_ptr(), v_new.data_ptr(), keep[0], keep[1], keep[2],
-                 error.data_ptr() if error is not None else None, self.err, len(self.err)])
-        if self.lib.pk_kv_cache_append(*args) != 0:
-            raise PkError(self.err.value.decode())
+        try:
+            self.pk.kv_cache_append(cache["k"], cache["v"], cache["seqlens"], k_new, v_new, error=error,
+                                    **self._cache_kw(cache))
+        except self.pk.Error as e:
+            raise PkError(str(e)) from e
 
     def plan(self, b, hq, hkv, ctx, page, kv, num_splits=0):
-        """(splits, policy name, why) of pk::attention::plan_decode on the current device."""
-        stream, ordinal = self._stream()
-        info = (ctypes.c_int * 3)()
-        out = ctypes.create_string_buffer(16384)
-        r = self.lib.pk_attention_decode_plan(stream, ordinal, TYPE_CODE["bf16"], TYPE_CODE[kv], b, hq, hkv,
-                                              HEAD_DIM, 1, ctx, page, 0, -1, -1, num_splits, info, out, len(out))
-        if r < 0:
-            raise PkError(out.value.decode())
-        name, _fitting, why = (out.value.decode().split("|", 2) + ["", ""])[:3]
-        return r, name, why
+        """(splits, policy name, why) of pk's decode planner on the current device."""
+        p = self.pk.plan("decode", device=self.device, dtype="bf16", kv_dtype="f8e4m3fn" if kv == "fp8" else kv,
+                         batch=b, heads_q=hq, heads_kv=hkv, head_dim=HEAD_DIM, seqlen_q=1, context=ctx,
+                         page_size=page, num_splits=num_splits)
+        return p["splits"], p["name"], p["why"]
 
 
 # ---- caches -------------------------------------------------------------------------------------------------
@@ -508,7 +488,6 @@ def run_sweep(args, shim, todo):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lib", required=True, help="libpk_attention_shim.so")
     ap.add_argument("--reps", type=int, default=20, help="timed calls per measurement (median)")
     ap.add_argument("--quick", action="store_true", help=f"only {len(QUICK_ROWS)} shapes, page 16")
     ap.add_argument("--rows", default=None,
@@ -539,7 +518,7 @@ def main():
     if any(p not in (0, 1, 2, 4, 8, 16, 32, 64, 128, 256) for p in args.pages):
         ap.error("--pages: 0 (contiguous) or powers of two 1..256")
 
-    shim = Shim(args.lib)
+    shim = Pk()
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = getattr(props, "L2_cache_size", 0) or 0

@@ -2,7 +2,7 @@
 # One device round for attention on the GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck,
 # synccheck on the smaller cases), the benchmark against PyTorch SDPA and the decode benchmark (paged KV
 # caches against SDPA's cuDNN and flash backends; decode-sweep: every split count against the planner's).
-# Logs to $OUT.
+# Logs to $OUT. pk is called through its Python module (a CUDA build with the module: $B/python).
 #   BUILD_DIR=build/attn-cuda BENCH_ARGS="--reps 10 --candidates" bash bench/attention/device_round.sh tests memcheck racecheck bench
 #   BENCH_DECODE_ARGS="--quick" bash bench/attention/device_round.sh decode decode-sweep
 set -u
@@ -26,11 +26,11 @@ if [[ $steps == *" bench "* ]]; then
   # The autotuned Triton anchor: ../shared/anchors/triton_attn.py, copied into the git-ignored .anchors/
   # (carried to the GPU machine with the working tree) when the shared folder is not beside the checkout.
   anchor=../shared/anchors/triton_attn.py; [[ -f $anchor ]] || anchor=.anchors/triton_attn.py
-  PYTHONUNBUFFERED=1 python3 bench/attention/bench_attention.py --lib $B/bench/attention/libpk_attention_shim.so --triton-anchor $anchor ${BENCH_ARGS:-} > $out/bench.md 2> $out/bench.err; echo "bench rc=$?"; cat $out/bench.md; tail -5 $out/bench.err
+  PYTHONPATH=$B/python PYTHONUNBUFFERED=1 python3 bench/attention/bench_attention.py --triton-anchor $anchor ${BENCH_ARGS:-} > $out/bench.md 2> $out/bench.err; echo "bench rc=$?"; cat $out/bench.md; tail -5 $out/bench.err
 fi
 if [[ $steps == *" decode "* ]]; then
-  PYTHONUNBUFFERED=1 python3 bench/attention/bench_decode.py --lib $B/bench/attention/libpk_attention_shim.so ${BENCH_DECODE_ARGS:-} > $out/decode.md 2> $out/decode.err; echo "decode rc=$?"; cat $out/decode.md; tail -5 $out/decode.err
+  PYTHONPATH=$B/python PYTHONUNBUFFERED=1 python3 bench/attention/bench_decode.py ${BENCH_DECODE_ARGS:-} > $out/decode.md 2> $out/decode.err; echo "decode rc=$?"; cat $out/decode.md; tail -5 $out/decode.err
 fi
 if [[ $steps == *" decode-sweep "* ]]; then
-  PYTHONUNBUFFERED=1 python3 bench/attention/bench_decode.py --lib $B/bench/attention/libpk_attention_shim.so --sweep-splits ${BENCH_DECODE_SWEEP_ARGS:-} > $out/decode-sweep.md 2> $out/decode-sweep.err; echo "decode-sweep rc=$?"; cat $out/decode-sweep.md; tail -5 $out/decode-sweep.err
+  PYTHONPATH=$B/python PYTHONUNBUFFERED=1 python3 bench/attention/bench_decode.py --sweep-splits ${BENCH_DECODE_SWEEP_ARGS:-} > $out/decode-sweep.md 2> $out/decode-sweep.err; echo "decode-sweep rc=$?"; cat $out/decode-sweep.md; tail -5 $out/decode-sweep.err
 fi

@@ -1,46 +1,117 @@
 #!/usr/bin/env bash
-# tools/setup/check.sh [--install]
-# Checks that every program, header and library pk's build and CI invoke is present, from the one
-# package list (tools/setup/debian-packages.txt), and names the package that provides a missing one.
-# With --install, installs the packages that are not installed first (apt-get; root). The CUDA toolkit
-# is not a Debian package: nvcc is looked for at $NVCC or /usr/local/cuda/bin/nvcc.
-# Exit status: 0 when everything is present, 1 otherwise.
+# tools/setup/check.sh [--install] [GROUP...]
+# The one owner of pk's package list (tools/setup/debian-packages.txt): checks that every program, header
+# and library of the named groups (default: every group) is present and names the package of a missing
+# one. Groups: core (required: the host build and the tests), python, interfaces, hip (optional parts).
+#
+# --install: installs the missing packages of the named groups first (apt-get; Debian 12 or Ubuntu 24.04).
+#   As root it runs apt-get; otherwise through `sudo -n` when that works without a password; otherwise
+#   it prints the exact command to run and installs nothing. Nothing is installed (and apt-get is not
+#   even updated) when everything is there.
+# Also reports the optional parts that are not Debian packages: the CUDA toolkit (nvcc at $NVCC or
+# /usr/local/cuda/bin/nvcc) and, when checked, what each optional group enables.
+#
+# Exit status: 0 when every core item is present (optional groups only report), 1 otherwise; with
+# PK_SETUP_STRICT=1 (CI) every named group is required, the CUDA toolkit too.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 list="$here/debian-packages.txt"
 
-mapfile -t rows < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list")
-if [[ ${1:-} == --install ]]; then
-  missing=()
+install=0
+groups=()
+for a in "$@"; do
+  case $a in
+    --install) install=1 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "tools/setup/check.sh: unknown option $a" >&2; exit 2 ;;
+    *) groups+=("$a") ;;
+  esac
+done
+mapfile -t known < <(sed -n 's/^# group: \([a-z]*\).*/\1/p' "$list")
+((${#groups[@]})) || groups=("${known[@]}")
+for g in "${groups[@]}"; do
+  [[ " ${known[*]} " == *" $g "* ]] || { echo "tools/setup/check.sh: no group '$g' (groups: ${known[*]})" >&2; exit 2; }
+done
+strict=${PK_SETUP_STRICT:-0}
+
+# rows of the named groups: "group package items..."
+rows=()
+group=""
+while IFS= read -r line; do
+  if [[ $line =~ ^#\ group:\ ([a-z]+) ]]; then group=${BASH_REMATCH[1]}; continue; fi
+  line=${line%%#*}
+  [[ -z ${line// } ]] && continue
+  [[ " ${groups[*]} " == *" $group "* ]] && rows+=("$group $line")
+done < "$list"
+
+present() {
+  case $1 in
+    py:*) python3 -c "import ${1#py:}" 2>/dev/null ;;
+    /*) compgen -G "$1" >/dev/null ;;
+    *) command -v "$1" >/dev/null 2>&1 ;;
+  esac
+}
+
+missing_packages() {
+  local r g p items it
   for r in "${rows[@]}"; do
-    p=${r%% *}
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    echo "tools/setup/check.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    read -r g p items <<< "$r"
+    for it in $items; do
+      if ! present "$it"; then echo "$p"; break; fi
+    done
+  done | sort -u
+}
+
+if ((install)); then
+  mapfile -t need < <(missing_packages)
+  if ((${#need[@]})); then
+    cmd="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${need[*]}"
+    if ! command -v apt-get >/dev/null 2>&1; then
+      echo "tools/setup/check.sh: no apt-get here (pk's list is for Debian 12 / Ubuntu 24.04); install the equivalents of: ${need[*]}"
+    elif [[ $(id -u) == 0 ]]; then
+      echo "tools/setup/check.sh: installing ${need[*]}"
+      bash -c "$cmd" >/dev/null || echo "tools/setup/check.sh: apt-get failed; the check below names what is still missing"
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      echo "tools/setup/check.sh: installing (sudo) ${need[*]}"
+      sudo -n bash -c "$cmd" >/dev/null || echo "tools/setup/check.sh: apt-get failed; the check below names what is still missing"
+    else
+      echo "tools/setup/check.sh: not root and no password-less sudo: run this, then run me again:"
+      echo "  sudo bash -c '$cmd'"
+    fi
   fi
 fi
 
 bad=0
+declare -A group_ok
+for g in "${groups[@]}"; do group_ok[$g]=1; done
 for r in "${rows[@]}"; do
-  read -r pkg items <<< "$r"
+  read -r g p items <<< "$r"
   for it in $items; do
-    case $it in
-      py:*) python3 -c "import ${it#py:}" 2>/dev/null && continue ;;
-      /*) [[ -e $it ]] && continue ;;
-      *) command -v "$it" >/dev/null 2>&1 && continue ;;
-    esac
-    echo "missing: $it (Debian package $pkg: apt-get install $pkg)"
-    bad=1
+    present "$it" && continue
+    group_ok[$g]=0
+    if [[ $g == core || $strict == 1 ]]; then
+      echo "missing: $it (Debian package $p: apt-get install $p)"
+      bad=1
+    else
+      echo "optional, missing: $it (group $g; Debian package $p: apt-get install $p)"
+    fi
   done
 done
+
+declare -A enables=([python]="the Python module (import pk) and its tests"
+                    [interfaces]="the Fortran example and the Kokkos adapter's install tests"
+                    [hip]="AMD builds (the hip-* presets) and the HIP half of the compile matrix")
+for g in "${groups[@]}"; do
+  [[ $g == core ]] && continue
+  if ((group_ok[$g])); then echo "tools/setup/check.sh: $g: present (${enables[$g]:-})"
+  else echo "tools/setup/check.sh: $g: missing, so no ${enables[$g]:-$g} ('tools/setup/check.sh --install $g' adds it)"; fi
+done
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-if [[ ! -x $nvcc ]]; then
-  echo "missing: $nvcc (the CUDA toolkit, nvcc >= 12; set NVCC to another location)"
-  bad=1
+if [[ -x $nvcc ]]; then
+  echo "tools/setup/check.sh: CUDA toolkit: $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $nvcc (the cuda* presets)"
+else
+  echo "tools/setup/check.sh: CUDA toolkit: not found at $nvcc (NVIDIA builds need nvcc >= 12 there, or set NVCC; not a Debian package)"
+  [[ $strict == 1 ]] && bad=1
 fi
-((bad == 0)) && echo "tools/setup/check.sh: every tool pk's build and CI use is present"
+((bad == 0)) && echo "tools/setup/check.sh: every required tool is present"
 exit $bad
