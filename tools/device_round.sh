@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# One round on the GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck, synccheck) and
-# benchmarks with their anchors, from a build folder made on the CI kind (binaries built there run on
-# the GPU machine) and carried along. Logs go to $OUT; a short summary is printed last.
+# One round on the GPU machine: build there (16 cores) or use a build folder made on the CI kind and
+# carried along (binaries built there run on the GPU machine), then GPU tests, compute-sanitizer
+# (memcheck, racecheck, synccheck), the Python module's PyTorch test and benchmarks with their anchors.
+# Logs go to $OUT; a short summary is printed last.
 #
-#   tools/device_round.sh BUILD_DIR [tests|sanitize|bench|python|pkbench|all]...
+#   tools/device_round.sh BUILD_DIR [build|tests|sanitize|bench|python|pkbench|all]...
 #
+# build: configures BUILD_DIR on the GPU machine (CUDA sm_90a, the sm80 emulator target, tests, benchmarks,
+#   the Python module) from the kit tools/device_kit.sh assembles in .devdeps (carry it), and builds
+#   $BUILD_TARGETS (default: the pk tool, the Python module, the reduction benchmark and the GPU tests).
+# tests: every pk_test_* binary, or those matching $TESTS (a regex on the name); $GTEST_FILTER applies.
 # python: the Python module's PyTorch test (tests/python/test_pk_torch.py) with BUILD_DIR/python on the
-# path; pkbench: `pk bench reduce` and `pk bench attention` (markdown and SVG under $OUT/pkbench).
+#   path; pkbench: `pk bench reduce` and `pk bench attention` (markdown and SVG under $OUT/pkbench).
 set -u
 build=${1:?build dir}; shift
 steps=${*:-all}
@@ -16,16 +21,48 @@ summary=()
 note() { summary+=("$*"); }
 has() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
 
+if has build; then
+  kit=$PWD/.devdeps
+  t0=$SECONDS
+  if [[ ! -d $kit ]]; then
+    note "build: no .devdeps kit (run tools/device_kit.sh here and carry .devdeps)"
+  else
+    gt=/tmp/pk-gtest
+    [[ -f $gt/lib/cmake/GTest/GTestConfig.cmake ]] || {
+      cmake -S "$kit/src/googletest" -B /tmp/pk-gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_INSTALL_PREFIX=$gt -DCMAKE_POSITION_INDEPENDENT_CODE=ON > "$out/gtest-build.log" 2>&1 &&
+        ninja -C /tmp/pk-gtest-build install >> "$out/gtest-build.log" 2>&1; }
+    pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+    [[ -f $pyinc/Python.h ]] || pyinc=$kit/include/python3.12
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
+      -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" "-DCMAKE_CUDA_FLAGS=-lineinfo" \
+      -DPK_HOST_ARCHS=sm80 -DPK_BUILD_TESTS=ON -DPK_BUILD_BENCH=ON -DPK_PYTHON=ON \
+      -DPython3_EXECUTABLE="$(command -v python3)" -DPython3_INCLUDE_DIR="$pyinc" \
+      -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir 2>/dev/null)" -DCMAKE_INCLUDE_PATH="$kit/include" \
+      -DCLI11_DIR="$kit/share/cmake/CLI11" -Dnlohmann_json_DIR="$kit/share/cmake/nlohmann_json" \
+      -Dboost_context_DIR="$kit/cmake/boost_context-1.83.0" -DGTest_DIR=$gt/lib/cmake/GTest > "$out/configure.log" 2>&1
+    rc=$?
+    if ((rc == 0)); then
+      # shellcheck disable=SC2086
+      ninja -C "$build" -j"$(nproc)" ${BUILD_TARGETS:-pk pk_python pk_bench_reduce pk_test_reduction pk_test_graph_capture pk_test_numeric_gpu} > "$out/build.log" 2>&1
+      rc=$?
+    fi
+    note "build: rc=$rc in $((SECONDS - t0)) s ($(tail -1 "$out/build.log" 2>/dev/null || tail -1 "$out/configure.log"))"
+  fi
+fi
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$out/gpu.txt" 2>&1
 note "gpu: $(cat "$out/gpu.txt")"
 
 tests=()
-while IFS= read -r t; do tests+=("$t"); done < <(find "$build/tests" -type f -name 'pk_test_*' -perm -u+x | sort)
+while IFS= read -r t; do
+  [[ -z ${TESTS:-} || $(basename "$t") =~ $TESTS ]] && tests+=("$t")
+done < <(find "$build/tests" -type f -name 'pk_test_*' -perm -u+x 2>/dev/null | sort)
 
 if has tests; then
   for t in "${tests[@]}"; do
     n=$(basename "$t")
-    "$t" --gtest_brief=1 > "$out/$n.log" 2>&1; rc=$?
+    "$t" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} > "$out/$n.log" 2>&1; rc=$?
     note "test $n: rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' "$out/$n.log" | tr '\n' ' ')"
   done
 fi
