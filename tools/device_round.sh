@@ -2,7 +2,7 @@
 # One round on the GPU machine: build there (16 cores) or use a build folder made on the CI kind and
 # carried along (binaries built there run on the GPU machine), then GPU tests, compute-sanitizer
 # (memcheck, racecheck, synccheck), the Python module's PyTorch test and benchmarks with their anchors.
-# Logs go to $OUT; a short summary is printed last.
+# Logs go to $OUT, packed into $OUT/round.tgz (PACK=0: left loose); a short summary is printed last.
 #
 #   tools/device_round.sh BUILD_DIR [build|tests|sanitize|bench|python|pkbench|all]...
 #
@@ -34,7 +34,13 @@ if has build; then
         ninja -C /tmp/pk-gtest-build install >> "$out/gtest-build.log" 2>&1; }
     pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
     [[ -f $pyinc/Python.h ]] || pyinc=$kit/include/python3.12
+    # The system compiler, whose libstdc++ is the one PyTorch loads: the image's CXX/CC/CUDAHOSTCXX name
+    # another GCC (/opt/gcc), whose link directories make the Python module take its libstdc++ statically,
+    # and a second libstdc++ in the Python process crashes in the first iostream call.
+    unset CXX CC CUDAHOSTCXX
+    cxx=/usr/bin/g++; [[ -x $cxx ]] || cxx=$(command -v g++)
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CUDA_HOST_COMPILER="$cxx" \
       -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" "-DCMAKE_CUDA_FLAGS=-lineinfo" \
       -DPK_HOST_ARCHS=sm80 -DPK_BUILD_TESTS=ON -DPK_BUILD_BENCH=ON -DPK_PYTHON=ON \
       -DPython3_EXECUTABLE="$(command -v python3)" -DPython3_INCLUDE_DIR="$pyinc" \
@@ -106,7 +112,19 @@ if has pkbench; then
     "$build/tools/pk/pk" bench "$fam" --out "$out/pkbench" > "$out/pkbench_$fam.txt" 2> "$out/pkbench_$fam.err"; rc=$?
     note "pk bench $fam: rc=$rc"
   done
+  if [[ -f bench/attention/bench_attention.py && -d $build/python ]]; then
+    anchor=../shared/anchors/triton_attn.py; [[ -f $anchor ]] || anchor=.anchors/triton_attn.py
+    PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 bench/attention/bench_attention.py --triton-anchor "$anchor" \
+      ${ATTN_BENCH_ARGS:---dims 64,128 --seqlens 1024,4096,16384 --reps 10} --svg "$out/pkbench/attention-anchors.svg" \
+      > "$out/pkbench/attention-anchors.md" 2> "$out/pkbench/attention-anchors.err"
+    note "attention anchors (bench_attention.py through the module): rc=$?"
+  fi
 fi
 
+printf '%s\n' "${summary[@]}" > "$out/summary.txt"
+# One file comes back more reliably than many (the device tool returns a limited count): pack the logs.
+if [[ ${PACK:-1} != 0 ]]; then
+  tar -czf /tmp/pk-round.tgz -C "$out" . && find "$out" -mindepth 1 -delete && mv /tmp/pk-round.tgz "$out/round.tgz"
+fi
 echo "==== summary ===="
 printf '%s\n' "${summary[@]}"
