@@ -104,7 +104,7 @@ declare -A enables=([python]="the Python module (import pk) and its tests"
 for g in "${groups[@]}"; do
   [[ $g == core ]] && continue
   if ((group_ok[$g])); then echo "tools/setup/check.sh: $g: present (${enables[$g]:-})"
-  else echo "tools/setup/check.sh: $g: missing, so no ${enables[$g]:-$g} ('tools/setup/check.sh --install $g' adds it)"; fi
+  else echo "tools/setup/check.sh: $g: missing, without it: ${enables[$g]:-$g} ('tools/setup/check.sh --install $g' adds it)"; fi
 done
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [[ -x $nvcc ]]; then
