@@ -321,7 +321,7 @@ int resource_check_main(const resource_check_options& o) {
                "no kernel whose mangled name contains '" + c.symbol + "' in the " + an + " reports");
         continue;
       }
-      archdb::candidate planned{c.candidate, c.planned, c.declares_spills, 0};
+      archdb::candidate planned{c.candidate, c.planned, c.declares_spills, 0, {}};
       archdb::candidate real = planned;
       real.res.regs_per_thread = worst.regs;
       real.res.agprs = worst.agprs;
