@@ -25,6 +25,26 @@
 #include <thread>
 #include <vector>
 
+// AddressSanitizer must be told when a thread changes stacks, and Boost.Context's fcontext fibers (the
+// build Debian ships; its annotated ucontext variant needs a library built for it) do not tell it.
+// Without the annotations an exception unwinding a GPU thread (an emulation error) leaves its frames'
+// redzones poisoned on a pooled stack, and the fake stacks of stack-use-after-return detection mix
+// between fibers. PK_HOST_FIBER_ASAN turns them on in sanitized builds; otherwise they compile to nothing.
+#if defined(__SANITIZE_ADDRESS__)
+#define PK_HOST_FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PK_HOST_FIBER_ASAN 1
+#endif
+#endif
+#ifndef PK_HOST_FIBER_ASAN
+#define PK_HOST_FIBER_ASAN 0
+#endif
+#if PK_HOST_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace pk::backend::host {
 
 thread_local thread_ctx* current_thread = nullptr;
@@ -37,6 +57,34 @@ emulator_options& options() noexcept {
 namespace {
 
 namespace bctx = boost::context;
+
+// ---------------------------------------------------------------------------------------------
+// The sanitizer's fiber-switch protocol: switch_start just before a context switch to the stack `to`
+// (`fake_stack_save` keeps the leaving context's fake stack; null when the leaving fiber ends, which
+// frees it), switch_finish just after it, on the arriving stack (`from`, if not null, receives the
+// stack left).
+void switch_start([[maybe_unused]] void** fake_stack_save, [[maybe_unused]] const detail::stack_bounds& to) {
+#if PK_HOST_FIBER_ASAN
+  __sanitizer_start_switch_fiber(fake_stack_save, to.bottom, to.size);
+#endif
+}
+
+void switch_finish([[maybe_unused]] void* fake_stack_save, [[maybe_unused]] detail::stack_bounds* from) {
+#if PK_HOST_FIBER_ASAN
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+  __sanitizer_finish_switch_fiber(fake_stack_save, &bottom, &size);
+  if (from) *from = {bottom, size};
+#endif
+}
+
+// A fiber stack returning to the pool: poisoning left by frames that never returned (Boost.Context's
+// entry frame, which leaves by a jump) must not flag the next GPU thread that uses the stack.
+void stack_released([[maybe_unused]] void* lowest, [[maybe_unused]] std::size_t bytes) {
+#if PK_HOST_FIBER_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(lowest, bytes);
+#endif
+}
 
 // ---------------------------------------------------------------------------------------------
 // Fiber stacks: mmap'ed with a guard page, pooled per launch worker (creating a fiber per GPU thread
@@ -66,7 +114,10 @@ class stack_pool {
     sc.sp = static_cast<char*>(base) + page() + bytes_;
     return sc;
   }
-  void give_back(bctx::stack_context& sc) { free_.push_back(static_cast<char*>(sc.sp) - bytes_ - page()); }
+  void give_back(bctx::stack_context& sc) {
+    stack_released(static_cast<char*>(sc.sp) - bytes_, bytes_);
+    free_.push_back(static_cast<char*>(sc.sp) - bytes_ - page());
+  }
 
  private:
   static std::size_t page() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
@@ -78,7 +129,12 @@ class stack_pool {
 
 struct pooled_stack_allocator {
   stack_pool* pool;
-  bctx::stack_context allocate() { return pool->take(); }
+  detail::stack_bounds* bounds;  // receives the stack, for the sanitizer's fiber-switch annotations
+  bctx::stack_context allocate() {
+    bctx::stack_context sc = pool->take();
+    *bounds = {static_cast<char*>(sc.sp) - sc.size, sc.size};
+    return sc;
+  }
   void deallocate(bctx::stack_context& sc) noexcept { pool->give_back(sc); }
 };
 
@@ -151,8 +207,11 @@ std::string ranges(const std::vector<int>& ids) {
 lane& self() { return *static_cast<lane*>(current_thread->detail_lane); }
 
 void yield_to_scheduler(lane& l) {
+  switch_start(&l.fake_stack, l.sched_stack);
   l.sched = std::move(l.sched).resume();
+  switch_finish(l.fake_stack, &l.sched_stack);
   current_thread = &l.tc;
+  if (l.abandon) throw emulation_failure{};
 }
 
 [[noreturn]] void fail_here(const std::string& what) {
@@ -493,9 +552,12 @@ class worker {
       l.tc.warp_size = cfg_.warp_size;
       l.tc.block = &b;
       l.tc.detail_lane = &l;
-      l.fiber = bctx::fiber(std::allocator_arg, pooled_stack_allocator{&stacks_}, [&l, &body, &b](bctx::fiber&& s) {
+      l.fiber = bctx::fiber(std::allocator_arg, pooled_stack_allocator{&stacks_, &l.own_stack},
+                            [&l, &body, &b](bctx::fiber&& s) {
+        switch_finish(nullptr, &l.sched_stack);
         l.sched = std::move(s);
         try {
+          if (l.abandon) throw detail::emulation_failure{};
           body();
           l.st = lane_status::done;
         } catch (const detail::emulation_failure&) {
@@ -504,6 +566,7 @@ class worker {
           b.fail("thread " + std::to_string(l.tc.linear_tid) + ": exception: " + e.what());
           l.st = lane_status::failed;
         }
+        switch_start(nullptr, l.sched_stack);
         return std::move(l.sched);
       });
     }
@@ -512,9 +575,7 @@ class worker {
     for (;;) {
       for (lane& l : b.lanes) {
         if (l.st != lane_status::ready) continue;
-        current_thread = &l.tc;
-        l.fiber = std::move(l.fiber).resume();
-        current_thread = nullptr;
+        resume(l);
         if (!b.error.empty()) break;
       }
       if (!b.error.empty()) break;
@@ -533,7 +594,14 @@ class worker {
       report_stall(b);
       break;
     }
-    // Suspended fibers (only after an error) are unwound by their destructors here.
+    // Threads still suspended (only after an error) are resumed once more to unwind their stacks: each
+    // throws emulation_failure where it waits (or, if it never ran, before the kernel body). Boost's
+    // own unwinding in the fiber's destructor would switch stacks behind the sanitizer's back.
+    for (lane& l : b.lanes) {
+      if (!l.fiber) continue;  // finished
+      l.abandon = true;
+      resume(l);
+    }
     b.lanes.clear();
     return b.error;
   }
@@ -554,7 +622,17 @@ class worker {
       if (m != 0 && m != 0xFFFFFFFFu) return m;
     }
   }
+  // Runs GPU thread `l` until it suspends or finishes.
+  void resume(lane& l) {
+    current_thread = &l.tc;
+    switch_start(&sched_fake_stack_, l.own_stack);
+    l.fiber = std::move(l.fiber).resume();
+    switch_finish(sched_fake_stack_, nullptr);
+    current_thread = nullptr;
+  }
+
   const launch_config& cfg_;
+  void* sched_fake_stack_ = nullptr;  // the worker thread's fake stack while a GPU thread runs
   stack_pool stacks_;
   std::unique_ptr<std::byte, aligned_delete> arena_;
 };

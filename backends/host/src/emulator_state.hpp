@@ -5,6 +5,7 @@
 
 #include <boost/context/fiber.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -14,8 +15,15 @@ namespace pk::backend::host {
 
 namespace detail {
 
-// Thrown inside a fiber after the error was recorded; unwinds the GPU thread's stack.
+// Thrown inside a fiber after the error was recorded, or when the scheduler abandons the block; unwinds
+// the GPU thread's stack.
 struct emulation_failure {};
+
+// A fiber's stack as AddressSanitizer's fiber-switch annotations name it (bottom: lowest address).
+struct stack_bounds {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
 
 // What a suspended GPU thread waits for. ready: runnable; at_barrier: block barrier; at_warp: warp
 // collective; at_warpgroup: warpgroup collective (wgmma, setmaxnreg); at_mbarrier: a phase of an
@@ -30,6 +38,13 @@ struct lane {
   boost::context::fiber fiber;  // the GPU thread while it is suspended
   boost::context::fiber sched;  // the scheduler while the GPU thread runs
   thread_ctx tc;
+  // Set by the scheduler before it resumes a suspended thread for the last time (after an error): the
+  // thread unwinds instead of continuing (emulator.cpp, abandon_block).
+  bool abandon = false;
+  // For the sanitizer's fiber-switch annotations (switch_start/switch_finish in emulator.cpp).
+  stack_bounds own_stack;    // this GPU thread's fiber stack
+  stack_bounds sched_stack;  // the scheduler's (the worker thread's) stack
+  void* fake_stack = nullptr;
   // The pending barrier or collective.
   call_site site;
   collective_kind kind = collective_kind::sync;
