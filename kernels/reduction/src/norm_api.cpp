@@ -1,4 +1,6 @@
 // Row operations (norm.hpp): validation, planning and dispatch to the per-target instances. Compiled once.
+#include "alignment.hpp"
+
 #include <pk/config.hpp>
 #include <pk/reduction/detail/reduce_call.hpp>
 #include <pk/reduction/norm.hpp>
@@ -64,6 +66,8 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
     if (needs_y && r.y == nullptr) return invalid_argument(f + ": rows.y: must not be null");
     if (needs_y && r.x == r.y && xs != ys)
       return invalid_argument(f + ": rows.y: in place (y == x) needs equal row strides");
+    PK_TRY(reduction::detail::check_aligned(f + ": rows.x", r.x, eb));
+    if (needs_y) PK_TRY(reduction::detail::check_aligned(f + ": rows.y", r.y, eb));
   }
   return {};
 }
@@ -110,6 +114,11 @@ status norm(const stream& s, const norm_args& a, bool rms) {
   if (a.weight == nullptr) return invalid_argument(f + ": weight: must not be null (cols elements)");
   if (rms && a.bias != nullptr) return invalid_argument("rms_norm: bias: must be null (RMSNorm has no bias)");
   if (rms && a.mean != nullptr) return invalid_argument("rms_norm: mean: must be null (RMSNorm has no mean)");
+  const int eb = reduction::size_of(a.rows.type);
+  PK_TRY(reduction::detail::check_aligned(f + ": weight", a.weight, eb));
+  PK_TRY(reduction::detail::check_aligned(f + ": bias", a.bias, eb));
+  PK_TRY(reduction::detail::check_aligned(f + ": mean", a.mean, static_cast<int>(sizeof(float))));
+  PK_TRY(reduction::detail::check_aligned(f + ": rstd", a.rstd, static_cast<int>(sizeof(float))));
   if (!(a.eps >= 0) || !std::isfinite(a.eps))
     return invalid_argument(f + ": eps = " + std::to_string(a.eps) + ": must be finite and >= 0");
   return run(s, rms ? row_kind::rms_norm : row_kind::layer_norm, rms ? row_op::rms_norm : row_op::layer_norm, fn,
@@ -140,6 +149,9 @@ status row_mean_var(const stream& s, const rows_desc& r, void* mean, void* var, 
   if (r.rows == 0) return {};
   if (mean == nullptr) return invalid_argument("row_mean_var: mean: must not be null");
   if (var == nullptr) return invalid_argument("row_mean_var: var: must not be null");
+  const int acc_bytes = r.type == dtype::f64 ? 8 : 4;  // the accumulator: f64, or f32 for the others
+  PK_TRY(reduction::detail::check_aligned("row_mean_var: mean", mean, acc_bytes));
+  PK_TRY(reduction::detail::check_aligned("row_mean_var: var", var, acc_bytes));
   return run(s, row_kind::mean_var, row_op::mean_var, "row_mean_var", r, nullptr, nullptr, mean, var, 0, correction);
 }
 

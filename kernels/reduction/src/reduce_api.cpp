@@ -1,4 +1,6 @@
 // Reductions: validation, planning and dispatch to the per-target instances. Compiled once.
+#include "alignment.hpp"
+
 #include <pk/archdb/family_plan.hpp>
 #include <pk/config.hpp>
 #include <pk/portable/lane.hpp>
@@ -416,6 +418,8 @@ status reduce(const stream& s, reduce_op op, dtype type, const void* in, std::in
   if (out == nullptr) return invalid_argument("reduce: out: must not be null");
   if (in == nullptr && n > 0) return invalid_argument("reduce: in: must not be null when n > 0");
   PK_TRY(check_count_bytes("reduce: n", n, reduction::size_of(type)));
+  PK_TRY(reduction::detail::check_aligned("reduce: in", in, reduction::size_of(type)));
+  PK_TRY(reduction::detail::check_aligned("reduce: out", out, is_arg(op) ? 8 : reduction::size_of(type)));
   if (opt.reproducible) {
     if (op != reduce_op::sum || (type != dtype::f32 && type != dtype::f64))
       return unsupported(std::string("reduce: options.reproducible: only the f32 and f64 sums have a reproducible "
@@ -441,6 +445,10 @@ status reduce_mean_var(const stream& s, dtype type, const void* in, std::int64_t
   if (var == nullptr) return invalid_argument("reduce_mean_var: var: must not be null");
   if (correction < 0) return invalid_argument("reduce_mean_var: correction = " + std::to_string(correction) + ": must be >= 0");
   PK_TRY(check_count_bytes("reduce_mean_var: n", n, reduction::size_of(type)));
+  PK_TRY(reduction::detail::check_aligned("reduce_mean_var: in", in, reduction::size_of(type)));
+  const int acc_bytes = type == dtype::f64 ? 8 : 4;  // the accumulator: f64, or f32 for the others
+  PK_TRY(reduction::detail::check_aligned("reduce_mean_var: mean", mean, acc_bytes));
+  PK_TRY(reduction::detail::check_aligned("reduce_mean_var: var", var, acc_bytes));
   return device_wide(s, reduction::call_kind::mean_var, reduction::op_code::sum, type, in, n, mean, var, correction,
                      nullptr, "reduce_mean_var");
 }
@@ -460,6 +468,9 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   if (segments == INT64_MAX) return check_count_bytes("segmented_reduce: segments", segments, 8);
   PK_TRY(check_count_bytes("segmented_reduce: segments", segments + 1, static_cast<int>(sizeof(std::int64_t))));
   PK_TRY(check_count_bytes("segmented_reduce: segments", segments, is_arg(op) ? 8 : eb));
+  PK_TRY(reduction::detail::check_aligned("segmented_reduce: in", in, eb));
+  PK_TRY(reduction::detail::check_aligned("segmented_reduce: offsets", offsets, static_cast<int>(sizeof(std::int64_t))));
+  PK_TRY(reduction::detail::check_aligned("segmented_reduce: out", out, is_arg(op) ? 8 : eb));
   // The total length is not known on the host (offsets live on the device): plan for segments of a
   // few thousand elements, the common case of the benchmarks (saturated: only the cost model sees it).
   constexpr std::int64_t assumed_segment_len = 4096;
@@ -541,6 +552,8 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
   if (outputs == 0) return {};
   if (out.data == nullptr) return invalid_argument("reduce_axis: out.data: must not be null");
   if (in.data == nullptr && in_elems > 0) return invalid_argument("reduce_axis: in.data: must not be null");
+  PK_TRY(reduction::detail::check_aligned("reduce_axis: in.data", in.data, reduction::size_of(in.type)));
+  PK_TRY(reduction::detail::check_aligned("reduce_axis: out.data", out.data, out_eb));
   const int eb = reduction::size_of(in.type);
   reduction::reduce_call c;
   c.s = &s;

@@ -180,6 +180,69 @@ TEST_P(ReduceLimits, OutReceivesOneValueOfTheInputTypeOrOneInt64Index) {
   check_out_bytes<double>(s, reduce_op::sum, sd);
 }
 
+// Found by tests/fuzz/fuzz_reduce (an i64 input one byte off: the segment kernel loaded misaligned
+// elements): every data pointer must be aligned to its element size, or the call is invalid_argument
+// naming the argument, and nothing is written.
+TEST_P(ReduceLimits, PointersNotAlignedToTheirElementSize) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned in(s), out(s);
+  const auto* in_bytes = reinterpret_cast<const unsigned char*>(in.buf.data());
+  auto* out_bytes = reinterpret_cast<unsigned char*>(out.buf.data());
+  const void* in1 = in_bytes + 1;  // one byte off a 256-byte aligned allocation
+  void* out1 = out_bytes + 1;
+  void* out4 = out_bytes + 4;  // aligned for f32, not for f64 or int64
+  expect_invalid(reduce(s, reduce_op::sum, dtype::f32, in1, 8, out.buf.data()), "reduce: in");
+  expect_invalid(reduce(s, reduce_op::max, dtype::bf16, in1, 8, out.buf.data()), "reduce: in");
+  expect_invalid(reduce(s, reduce_op::sum, dtype::f32, in.buf.data(), 8, out1), "reduce: out");
+  expect_invalid(reduce(s, reduce_op::argmax, dtype::f32, in.buf.data(), 8, out4), "reduce: out");
+  expect_invalid(reduce_mean_var(s, dtype::f64, in1, 4, out.buf.data(), out_bytes + 16), "reduce_mean_var: in");
+  expect_invalid(reduce_mean_var(s, dtype::f64, in.buf.data(), 4, out4, out_bytes + 16), "reduce_mean_var: mean");
+  device_buffer<std::int64_t> offsets;
+  ASSERT_TRUE(offsets.allocate(s, 3));
+  ASSERT_TRUE(offsets.upload({0, 2, 4}));
+  expect_invalid(segmented_reduce(s, reduce_op::sum, dtype::i64, in1, 2, offsets.data(), out.buf.data()),
+                 "segmented_reduce: in");
+  expect_invalid(segmented_reduce(s, reduce_op::sum, dtype::f32, in.buf.data(), 2,
+                                  reinterpret_cast<const std::int64_t*>(reinterpret_cast<const unsigned char*>(offsets.data()) + 4),
+                                  out.buf.data()),
+                 "segmented_reduce: offsets");
+  expect_invalid(segmented_reduce(s, reduce_op::argmin, dtype::f32, in.buf.data(), 2, offsets.data(), out4),
+                 "segmented_reduce: out");
+  tensor_view v;
+  v.data = in1;
+  v.type = dtype::f32;
+  v.rank = 2;
+  v.shape[0] = 2;
+  v.shape[1] = 3;
+  v.stride[0] = 3;
+  v.stride[1] = 1;
+  tensor_view o;
+  o.data = out.buf.data();
+  o.type = dtype::f32;
+  o.rank = 1;
+  o.shape[0] = 2;
+  o.stride[0] = 1;
+  expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "reduce_axis: in.data");
+  v.data = in.buf.data();
+  o.data = out1;
+  expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "reduce_axis: out.data");
+  rows_desc r{dtype::f32, in1, out.buf.data(), 2, 3};
+  expect_invalid(softmax(s, r), "rows.x");
+  r.x = in.buf.data();
+  r.y = out1;
+  expect_invalid(log_softmax(s, r), "rows.y");
+  norm_args a;
+  a.rows = rows_desc{dtype::f32, in.buf.data(), out.buf.data(), 2, 3};
+  a.weight = in1;
+  expect_invalid(layer_norm(s, a), "weight");
+  a.weight = in.buf.data();
+  a.rstd = reinterpret_cast<float*>(out_bytes + 2);
+  expect_invalid(rms_norm(s, a), "rstd");
+  expect_invalid(row_mean_var(s, rows_desc{dtype::f64, in.buf.data(), nullptr, 2, 3}, out4, out_bytes + 16),
+                 "row_mean_var: mean");
+  out.expect_untouched(s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ReduceLimits, ::testing::ValuesIn(all_backends()), param_name);
 
 }  // namespace

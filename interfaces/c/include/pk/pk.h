@@ -140,7 +140,9 @@ pk_status pk_memset_async(pk_stream_t stream, void* device_dst, int byte_value, 
  * argmin/argmax give the first index of the extreme value, as int64 (NaN counts as the most extreme).
  * Limits: every element count (product of extents), strided offset and byte extent is computed in
  * overflow-checked int64 arithmetic and must fit 2^63 - 1 bytes; otherwise PK_ERROR_INVALID_ARGUMENT
- * naming the argument, and nothing is written. */
+ * naming the argument, and nothing is written. Every data pointer of the reductions and row operations
+ * (inputs, outputs, offsets, weights, statistics) must be aligned to its element size; otherwise
+ * PK_ERROR_INVALID_ARGUMENT naming it. */
 typedef enum pk_reduce_op {
   PK_REDUCE_SUM = 0,
   PK_REDUCE_PROD = 1,

@@ -66,7 +66,8 @@ struct reduce_options {
 //! Device-wide reduction of n elements of `type` at `in`. `out` is untyped because the result type
 //! depends on `op`: for sum/prod/min/max exactly one value of `type` itself (not the accumulator:
 //! sizeof is size_of(type), e.g. 2 bytes for bf16), for argmin/argmax exactly one std::int64_t (8
-//! bytes); nothing else is written. It must be aligned for that type. The typed wrappers below
+//! bytes); nothing else is written. It must be aligned for that type, and `in` for its element type
+//! (otherwise invalid_argument; the same holds for every pointer of every reduction and row operation). The typed wrappers below
 //! (reduce_sum<T>, reduce_argmax<T>, ...) check the pointer types at compile time.
 status reduce(const stream& s, reduce_op op, reduction::dtype type, const void* in, std::int64_t n, void* out,
               const reduce_options& opt = {});
