@@ -129,7 +129,7 @@ class attention_family final : public family {
   }
   [[nodiscard]] archdb::tuning_key tuning_key(const archdb::device_desc& d) const override {
     if (context_ > 0) return archdb::tuning_key_of(d, "attention_decode", plan(d), "decode_d" + std::to_string(pb_.head_dim));
-    return archdb::tuning_key_of(d, "attention", plan(d), "d" + std::to_string(pb_.head_dim));
+    return archdb::tuning_key_of(d, "attention", plan(d), attention::tuning_bucket(pb_));
   }
 
   [[nodiscard]] std::vector<manifest_entry> manifest(archdb::arch a) const override {

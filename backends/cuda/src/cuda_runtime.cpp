@@ -127,6 +127,14 @@ pk::status synchronize(int ordinal, void* stream) {
   return check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
+pk::status is_capturing(int ordinal, void* stream, bool& out) {
+  PK_TRY(use_device(ordinal));
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  PK_TRY(check(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st), "cudaStreamIsCapturing"));
+  out = st != cudaStreamCaptureStatusNone;
+  return {};
+}
+
 event_timer::~event_timer() {
   if (start_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(start_));
   if (stop_) (void)cudaEventDestroy(static_cast<cudaEvent_t>(stop_));

@@ -80,6 +80,14 @@ pk::status synchronize(int ordinal, void* stream) {
   return check(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "hipStreamSynchronize");
 }
 
+pk::status is_capturing(int ordinal, void* stream, bool& out) {
+  PK_TRY(use_device(ordinal));
+  hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
+  PK_TRY(check(hipStreamIsCapturing(static_cast<hipStream_t>(stream), &st), "hipStreamIsCapturing"));
+  out = st != hipStreamCaptureStatusNone;
+  return {};
+}
+
 event_timer::~event_timer() {
   if (start_) (void)hipEventDestroy(static_cast<hipEvent_t>(start_));
   if (stop_) (void)hipEventDestroy(static_cast<hipEvent_t>(stop_));

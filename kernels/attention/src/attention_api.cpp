@@ -6,6 +6,7 @@
 #include <pk/archdb/family_plan.hpp>
 #include <pk/attention/attn_fwd_instances.hpp>
 #include <pk/config.hpp>
+#include <pk/timing.hpp>
 
 #include "attention_views.hpp"
 
@@ -226,6 +227,27 @@ archdb::plan plan_attention(const archdb::device_desc& device, const attention::
   return attention::plan(device, problem).choice;
 }
 
+namespace attention {
+namespace {
+//! floor(log2(v)) for v >= 1, else 0: problems within a factor of two share a tuning bucket.
+int log2_floor(std::int64_t v) {
+  int l = 0;
+  while (v > 1) {
+    v >>= 1;
+    ++l;
+  }
+  return l;
+}
+}  // namespace
+
+std::string tuning_bucket(const attention_problem& p) {
+  const bool window = p.window_left >= 0 || (!p.causal && p.window_right >= 0);
+  return "d" + std::to_string(p.head_dim) + (p.causal ? "_causal" : window ? "_window" : "_full") + "_q" +
+         std::to_string(log2_floor(p.seqlen_q)) + "_k" + std::to_string(log2_floor(p.seqlen_k)) + "_bh" +
+         std::to_string(log2_floor(std::int64_t{p.batch} * p.heads_q));
+}
+}  // namespace attention
+
 namespace {
 
 status bad(const std::string& m) { return invalid_argument("attention_forward: " + m); }
@@ -406,19 +428,17 @@ status attention_forward(const stream& s, const attention_args& args) {
     pr.seqlen_k = a.k.shape[1];
   }
   if (pr.batch == 0 || pr.seqlen_q == 0 || hq == 0) return {};  // nothing to compute
-  // One plan per device and exact problem (archdb::cached_plan), with the tuning cache's winner for this
-  // head_dim when `pk tune attention` stored one; a forced policy by the one rule (select_policy).
+  // One plan per device and exact problem (archdb::cached_plan), with the tuning cache's winner for the
+  // problem's bucket when `pk tune attention` or PK_TUNING=tune stored one; a forced policy by the one rule
+  // (select_policy).
   const std::int64_t key[] = {static_cast<std::int64_t>(type), pr.batch, pr.heads_q, pr.heads_kv, pr.head_dim,
                               pr.seqlen_q, pr.seqlen_k, pr.causal, pr.window_left, pr.window_right, pr.ws_compiled};
+  const std::string bucket = attention::tuning_bucket(pr);
   const std::shared_ptr<const archdb::plan> pl = archdb::cached_plan(
-      s.device(), "attention", key, "d" + std::to_string(pr.head_dim), [&] { return attention::plan(s.device(), pr).choice; });
+      s.device(), "attention", key, bucket, [&] { return attention::plan(s.device(), pr).choice; });
   int index = 0;
   PK_TRY(archdb::select_policy(*pl, a.policy, "attention_forward", index));
-  const attention::policy& pol =
-      attention::candidates(attention::family_of(s.device().vendor_id), pr.ws_compiled, pr.head_dim)[static_cast<std::size_t>(index)];
   attention::fwd_call c;
-  c.policy = index;
-  c.grid_x = static_cast<unsigned>((pr.seqlen_q + pol.block_m - 1) / pol.block_m);
   c.grid_y = static_cast<unsigned>(pr.heads_q);
   c.grid_z = static_cast<unsigned>(pr.batch);
   c.batch_q = a.q.shape[0];
@@ -458,7 +478,15 @@ status attention_forward(const stream& s, const attention_args& args) {
   c.s = &s;
   c.p = p;
 
-  return instances::attn_fwd::dispatch(s.code_target(), type, static_cast<int>(d), c);
+  const auto& family = attention::candidates(attention::family_of(s.device().vendor_id), pr.ws_compiled, pr.head_dim);
+  const auto launch = [&](int i) {
+    const attention::policy& pol = family[static_cast<std::size_t>(i)];
+    c.policy = i;
+    c.grid_x = static_cast<unsigned>((pr.seqlen_q + pol.block_m - 1) / pol.block_m);
+    return instances::attn_fwd::dispatch(s.code_target(), type, static_cast<int>(d), c);
+  };
+  if (a.policy == nullptr || *a.policy == '\0') PK_TRY(detail::tune_on_miss(s, *pl, "attention", bucket, launch, index));
+  return launch(index);
 }
 
 }  // namespace pk

@@ -110,6 +110,10 @@ struct attention_plan {
 
 attention_plan plan(const archdb::device_desc& device, const attention_problem& problem);
 
+//! The tuning-cache bucket of a problem: head_dim, mask kind and the powers of two of seqlen_q, seqlen_k
+//! and batch x heads_q (problems in one bucket share a measured winner: `pk tune attention`, PK_TUNING=tune).
+std::string tuning_bucket(const attention_problem& problem);
+
 }  // namespace attention
 
 //! The plan pk::attention_forward would use on `device` (`pk plan attention` prints `why`).

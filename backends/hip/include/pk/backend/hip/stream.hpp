@@ -5,6 +5,8 @@
 namespace pk::backend::hip {
 
 pk::status synchronize(int ordinal, void* stream);
+//! Whether `stream` is capturing a graph (work on it is recorded, not run).
+pk::status is_capturing(int ordinal, void* stream, bool& out);
 
 //! Event-timed region on a stream (benchmarks and the tuner): record(start) ... record(stop), then
 //! elapsed_ms waits for stop.

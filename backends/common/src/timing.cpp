@@ -1,0 +1,135 @@
+// Event timing over the built backends, and PK_TUNING=tune's measurement (pk/timing.hpp).
+#include <pk/archdb/family_plan.hpp>
+#include <pk/archdb/tuning_cache.hpp>
+#include <pk/config.hpp>
+#include <pk/timing.hpp>
+
+#if PK_ENABLE_CUDA
+#include <pk/backend/cuda/stream.hpp>
+#endif
+#if PK_ENABLE_HIP
+#include <pk/backend/hip/stream.hpp>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace pk {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+namespace {
+template <class Timer>
+status time_with_events(const stream& s, int reps, const std::function<status()>& work, timing& out) {
+  Timer t;
+  PK_TRY(t.init(s.ordinal()));
+  for (int r = 0; r < reps; ++r) {
+    PK_TRY(t.start(s.native()));
+    PK_TRY(work());
+    PK_TRY(t.stop(s.native()));
+    float ms = 0;
+    PK_TRY(t.elapsed_ms(ms));
+    out.us.push_back(static_cast<double>(ms) * 1e3);
+  }
+  return {};
+}
+}  // namespace
+
+status time_work(const stream& s, int warmup, int reps, const std::function<status()>& work, timing& out) {
+  out = {};
+  for (int w = 0; w < warmup; ++w) PK_TRY(work());
+  PK_TRY(synchronize(s));
+  switch (s.backend()) {
+#if PK_ENABLE_CUDA
+    case backend_kind::cuda:
+      out.clock = "cuda events";
+      PK_TRY(time_with_events<backend::cuda::event_timer>(s, reps, work, out));
+      break;
+#endif
+#if PK_ENABLE_HIP
+    case backend_kind::hip:
+      out.clock = "hip events";
+      PK_TRY(time_with_events<backend::hip::event_timer>(s, reps, work, out));
+      break;
+#endif
+    default:
+      out.clock = "host wall clock (emulator)";
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        PK_TRY(work());
+        PK_TRY(synchronize(s));
+        out.us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+  }
+  out.median_us = median(out.us);
+  if (!out.us.empty()) {
+    const auto [lo, hi] = std::minmax_element(out.us.begin(), out.us.end());
+    out.min_us = *lo;
+    out.max_us = *hi;
+  }
+  return {};
+}
+
+status is_capturing(const stream& s, bool& out) {
+  out = false;
+  switch (s.backend()) {
+#if PK_ENABLE_CUDA
+    case backend_kind::cuda: return backend::cuda::is_capturing(s.ordinal(), s.native(), out);
+#endif
+#if PK_ENABLE_HIP
+    case backend_kind::hip: return backend::hip::is_capturing(s.ordinal(), s.native(), out);
+#endif
+    default: return {};
+  }
+}
+
+namespace detail {
+
+// Repetitions per candidate: one untimed (module load, first-touch) and the median of five timed runs,
+// enough to rank candidates whose times differ by a few percent (the ranking `pk tune` stores uses more).
+constexpr int tune_warmup = 1;
+constexpr int tune_reps = 5;
+
+status tune_on_miss(const stream& s, const archdb::plan& p, const std::string& family, const std::string& bucket,
+                    const std::function<status(int)>& launch, int& index) {
+  if (archdb::tuning_mode_from_env() != archdb::tuning_mode::tune || p.from_tuning_cache || bucket.empty()) return {};
+  if (s.backend() == backend_kind::host) return {};
+  bool capturing = false;
+  PK_TRY(is_capturing(s, capturing));
+  if (capturing) return {};
+  int fitting = 0;
+  for (const auto& c : p.all) fitting += c.fits ? 1 : 0;
+  if (fitting < 2) return {};
+
+  int best = -1;
+  double best_us = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < p.all.size(); ++i) {
+    if (!p.all[i].fits) continue;
+    timing t;
+    const int candidate = static_cast<int>(i);
+    if (!time_work(s, tune_warmup, tune_reps, [&] { return launch(candidate); }, t)) continue;
+    if (t.median_us < best_us) {
+      best_us = t.median_us;
+      best = candidate;
+    }
+  }
+  if (best < 0) return {};  // every candidate failed: the call's own launch reports why
+  archdb::tuning_entry e;
+  e.winner = p.all[static_cast<std::size_t>(best)].name;
+  e.measured_us = best_us;
+  // A cache that cannot be written (read-only home, no path) still gives this call the winner; the plan
+  // cache is dropped so that the next call plans again and adopts the stored winner.
+  (void)archdb::tuning_cache::instance().store(archdb::tuning_key_of(s.device(), family, p, bucket), e, nullptr);
+  archdb::clear_plan_cache();
+  index = best;
+  return {};
+}
+
+}  // namespace detail
+}  // namespace pk
