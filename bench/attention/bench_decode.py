@@ -357,7 +357,7 @@ def fmt(x, spec=".1f"):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def run_grid(args, shim, todo, copy_bw, l2):
+def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
     print("| q/kv heads | batch | context | page | KV | KV MiB | pk us | TB/s | of copy | cudnn us | flash us "
           "| pk vs cudnn | pk vs flash | fp8 vs bf16 pk | sdpa cudnn/flash | splits (plan) | check |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -423,6 +423,13 @@ def run_grid(args, shim, todo, copy_bw, l2):
                       f"{fmt(cu / us, '.2f')} | {fmt(fl / us, '.2f')} | "
                       f"{fmt(base / us if base else None, '.2f')} | {anchors['cudnn'][1]}/{anchors['flash'][1]} | "
                       f"{splits} | ok ({err:.1g}) |", flush=True)
+                # the anchors read the contiguous bf16 cache: their rate counts its bytes
+                anchor_bytes = kv_bytes(b, hkv, ctx, "bf16")
+                series = {f"pk {kv}": tbs}
+                for name, t in (("cuDNN", cu), ("SDPA flash", fl)):
+                    if t and t == t:
+                        series[name] = anchor_bytes / (t * 1e-6) / 1e12
+                plot_rows.append((f"{hq}/{hkv} b{b} {ctx_label(ctx)} p{page if page else 'c'} {kv}", series))
             del table
         del q, kc, vc, qt, refs
         torch.cuda.empty_cache()
@@ -503,6 +510,7 @@ def main():
     ap.add_argument("--policy", default=None,
                     help="run this decode candidate instead of the plan's, by its name's tail (e.g. b16x64_t128)")
     ap.add_argument("--max-kv-gb", type=float, default=40.0, help="largest bf16 K+V of a row, GB (1e9 bytes)")
+    ap.add_argument("--svg", help="also write the grid's TB/s (pk, cuDNN, flash) as an SVG plot (bench/plot.py)")
     args = ap.parse_args()
     global FORCED_POLICY
     FORCED_POLICY = args.policy
@@ -544,7 +552,13 @@ def main():
               f"repeated to the query heads); 'pk vs X' = X's time / pk's (> 1: pk faster); fp8 rows: scales per "
               f"KV head, anchors on the bf16 cache; check = max |pk - float64 ref| / max |ref| on up to 3 "
               f"sequences")
-        run_grid(args, shim, todo, copy_bw, l2)
+        plot_rows = []
+        run_grid(args, shim, todo, copy_bw, l2, plot_rows)
+        if args.svg:
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+            import plot
+            plot.write_svg(args.svg, f"decode, head_dim {HEAD_DIM}, seqlen_q 1, on {props.name}", "TB/s",
+                           copy_bw / 1e12, plot_rows, roofline_label=f"device-to-device copy {copy_bw / 1e12:.2f} TB/s")
     # last, so that a fault in the append kernel cannot cost the decode measurements above
     print(f"# kv_cache_append spot check (page 16, bf16 / fp8 cache, bf16 input): {check_append(shim)}")
     return 0
