@@ -52,10 +52,11 @@ present() {
   esac
 }
 
-missing_packages() {
+missing_packages() {  # of group $1
   local r g p items it
   for r in "${rows[@]}"; do
     read -r g p items <<< "$r"
+    [[ $g == "$1" ]] || continue
     for it in $items; do
       if ! present "$it"; then echo "$p"; break; fi
     done
@@ -63,20 +64,31 @@ missing_packages() {
 }
 
 if ((install)); then
-  mapfile -t need < <(missing_packages)
-  if ((${#need[@]})); then
-    cmd="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${need[*]}"
+  # One apt-get call per group, core first: a package an optional group cannot get (another distribution's
+  # name) must not keep the required ones from installing.
+  declare -A need
+  all=()
+  for g in "${groups[@]}"; do
+    need[$g]=$(missing_packages "$g" | tr '\n' ' ')
+    all+=(${need[$g]})
+  done
+  if ((${#all[@]})); then
+    apt="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
     if ! command -v apt-get >/dev/null 2>&1; then
-      echo "tools/setup/check.sh: no apt-get here (pk's list is for Debian 12 / Ubuntu 24.04); install the equivalents of: ${need[*]}"
-    elif [[ $(id -u) == 0 ]]; then
-      echo "tools/setup/check.sh: installing ${need[*]}"
-      bash -c "$cmd" >/dev/null || echo "tools/setup/check.sh: apt-get failed; the check below names what is still missing"
-    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-      echo "tools/setup/check.sh: installing (sudo) ${need[*]}"
-      sudo -n bash -c "$cmd" >/dev/null || echo "tools/setup/check.sh: apt-get failed; the check below names what is still missing"
-    else
+      echo "tools/setup/check.sh: no apt-get here (pk's list is for Debian 12 / Ubuntu 24.04); install the equivalents of: ${all[*]}"
+    elif [[ $(id -u) != 0 ]] && ! { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; then
       echo "tools/setup/check.sh: not root and no password-less sudo: run this, then run me again:"
-      echo "  sudo bash -c '$cmd'"
+      echo "  sudo bash -c 'apt-get update -qq && $apt ${all[*]}'"
+    else
+      as_root=(); [[ $(id -u) == 0 ]] || as_root=(sudo -n)
+      echo "tools/setup/check.sh: installing ${all[*]}"
+      "${as_root[@]}" apt-get update -qq >/dev/null || echo "tools/setup/check.sh: apt-get update failed"
+      for g in "${groups[@]}"; do
+        [[ -n ${need[$g]// } ]] || continue
+        # shellcheck disable=SC2086
+        "${as_root[@]}" bash -c "$apt ${need[$g]}" >/dev/null ||
+          echo "tools/setup/check.sh: apt-get could not install group $g (${need[$g]}); the check below names what is missing"
+      done
     fi
   fi
 fi
