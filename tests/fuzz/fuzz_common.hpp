@@ -249,6 +249,16 @@ inline placement pick_placement(FuzzedDataProvider& f) {
   }
 }
 
+// With PK_FUZZ_TRACE set, each call's descriptors are printed before the call (to turn a finding into a test).
+inline void trace(const char* name, const pk_tensor& t) {
+  if (std::getenv("PK_FUZZ_TRACE") == nullptr) return;
+  std::fprintf(stderr, "  %s: data %p dtype %d rank %d shape [", name, t.data, t.dtype, t.rank);
+  for (int k = 0; k < std::clamp(t.rank, 0, PK_MAX_RANK); ++k) std::fprintf(stderr, "%s%lld", k ? ", " : "", static_cast<long long>(t.shape[k]));
+  std::fprintf(stderr, "] strides [");
+  for (int k = 0; k < std::clamp(t.rank, 0, PK_MAX_RANK); ++k) std::fprintf(stderr, "%s%lld", k ? ", " : "", static_cast<long long>(t.strides[k]));
+  std::fprintf(stderr, "]\n");
+}
+
 // Every status other than these four means pk failed inside (an exception, an emulation error, a backend
 // error) on arguments it should have handled.
 inline void check_status(const char* api, pk_status st) {

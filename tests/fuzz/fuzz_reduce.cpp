@@ -423,6 +423,10 @@ void rows(FuzzedDataProvider& f, pk_stream_t s, row_op which) {
     correction = f.ConsumeIntegralInRange<int>(0, 7) == 0 ? f.ConsumeIntegral<std::int32_t>() : f.ConsumeIntegralInRange<int>(0, 1);
   }
 
+  if (std::getenv("PK_FUZZ_TRACE")) std::fprintf(stderr, "%s (in place %d, eps %g)\n", api, in_place, eps);
+  trace("x", x);
+  trace("y", y);
+  trace("weight", w);
   float* mean_p = mean_f ? reinterpret_cast<float*>(mean_f->p) : nullptr;
   float* rstd_p = rstd_f ? reinterpret_cast<float*>(rstd_f->p) : nullptr;
   pk_status st = PK_SUCCESS;

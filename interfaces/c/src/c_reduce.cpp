@@ -51,13 +51,13 @@ status to_cpp(const std::string& where, std::int32_t d, red::dtype& out) {
                          (fp8 ? " (FP8 is a KV-cache storage format: pk_attention_decode, pk_kv_cache_append)" : ""));
 }
 
-status to_cpp(const std::string& api, pk_reduce_op op, const op_entry*& out) {
+status to_cpp(const std::string& api, std::int32_t op, const op_entry*& out) {
   for (const op_entry& e : op_table)
     if (e.c == op) {
       out = &e;
       return {};
     }
-  return pk::invalid_argument(api + ": op = " + std::to_string(static_cast<int>(op)) + ": not a pk_reduce_op");
+  return pk::invalid_argument(api + ": op = " + std::to_string(op) + ": not a pk_reduce_op");
 }
 
 pk::reduce_options to_cpp(const pk_reduce_options* o) {
@@ -101,7 +101,7 @@ status check_vector(const std::string& where, const pk_tensor* t, std::int32_t d
   return {};
 }
 
-status reduce(const std::string& api, pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const pk_tensor* out,
+status reduce(const std::string& api, pk_stream_t stream, std::int32_t op, const pk_tensor* in, const pk_tensor* out,
               const pk_reduce_options* opt) {
   const pk::stream* s = nullptr;
   PK_TRY(get_stream(api, stream, s));
@@ -119,7 +119,7 @@ status reduce(const std::string& api, pk_stream_t stream, pk_reduce_op op, const
   return pk::reduce(*s, o->cpp, type, in->data, n, out->data, to_cpp(opt));
 }
 
-status reduce_axis(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, std::int32_t axis, const pk_tensor* out,
+status reduce_axis(pk_stream_t stream, std::int32_t op, const pk_tensor* in, std::int32_t axis, const pk_tensor* out,
                    const pk_reduce_options* opt) {
   const std::string api = "pk_reduce_axis";
   const pk::stream* s = nullptr;
@@ -135,7 +135,7 @@ status reduce_axis(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, std
   return pk::reduce_axis(*s, o->cpp, vin, axis, vout, to_cpp(opt));
 }
 
-status segmented(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const pk_tensor* offsets, const pk_tensor* out,
+status segmented(pk_stream_t stream, std::int32_t op, const pk_tensor* in, const pk_tensor* offsets, const pk_tensor* out,
                  const pk_reduce_options* opt) {
   const std::string api = "pk_segmented_reduce";
   const pk::stream* s = nullptr;
@@ -189,6 +189,9 @@ status to_rows(const std::string& api, const pk_tensor* x, const pk_tensor* y, p
   r.x = x->data;
   r.rows = x->shape[0];
   r.cols = x->shape[1];
+  // Row strides are non-negative; a negative one must not reach the C++ API, where -1 stands for cols.
+  if (x->shape[0] > 1 && x->strides[0] < 0)
+    return pk::invalid_argument(api + ": x: strides[0] = " + std::to_string(x->strides[0]) + ": must be >= 0");
   r.x_row_stride = r.rows > 1 ? x->strides[0] : -1;
   if (y == nullptr) return {};
   PK_TRY(check_tensor(api + ": y", y));
@@ -199,6 +202,8 @@ status to_rows(const std::string& api, const pk_tensor* x, const pk_tensor* y, p
     return pk::invalid_argument(api + ": y: strides[1] = " + std::to_string(y->strides[1]) + ": must be 1 (rows contiguous)");
   PK_TRY(check_dtype(api + ": y", *y, x->dtype));
   r.y = y->data;
+  if (y->shape[0] > 1 && y->strides[0] < 0)
+    return pk::invalid_argument(api + ": y: strides[0] = " + std::to_string(y->strides[0]) + ": must be >= 0");
   r.y_row_stride = r.rows > 1 ? y->strides[0] : -1;
   return {};
 }
@@ -266,7 +271,7 @@ pk_reduce_options pk_reduce_options_default(void) {
 }
 
 pk_status pk_reduce(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const pk_tensor* out, const pk_reduce_options* opt) {
-  return guarded([&] { return reduce("pk_reduce", stream, op, in, out, opt); });
+  return guarded([&] { return reduce("pk_reduce", stream, enum_value(op), in, out, opt); });
 }
 pk_status pk_reduce_sum(pk_stream_t stream, const pk_tensor* in, const pk_tensor* out) {
   return guarded([&] { return reduce("pk_reduce_sum", stream, PK_REDUCE_SUM, in, out, nullptr); });
@@ -288,11 +293,11 @@ pk_status pk_reduce_argmax(pk_stream_t stream, const pk_tensor* in, const pk_ten
 }
 pk_status pk_reduce_axis(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, int32_t axis, const pk_tensor* out,
                          const pk_reduce_options* opt) {
-  return guarded([&] { return reduce_axis(stream, op, in, axis, out, opt); });
+  return guarded([&] { return reduce_axis(stream, enum_value(op), in, axis, out, opt); });
 }
 pk_status pk_segmented_reduce(pk_stream_t stream, pk_reduce_op op, const pk_tensor* in, const pk_tensor* offsets,
                               const pk_tensor* out, const pk_reduce_options* opt) {
-  return guarded([&] { return segmented(stream, op, in, offsets, out, opt); });
+  return guarded([&] { return segmented(stream, enum_value(op), in, offsets, out, opt); });
 }
 pk_status pk_reduce_mean_var(pk_stream_t stream, const pk_tensor* in, const pk_tensor* mean, const pk_tensor* var,
                              int32_t correction) {

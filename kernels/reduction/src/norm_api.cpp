@@ -31,6 +31,11 @@ status check_rows(const char* fn, const stream& s, const rows_desc& r, bool need
     return unsupported(f + ": rows.type " + reduction::to_string(r.type) + ": supported types are f64, f32, f16, bf16");
   if (r.rows < 0) return invalid_argument(f + ": rows.rows = " + std::to_string(r.rows) + ": must be >= 0");
   if (r.cols < 0) return invalid_argument(f + ": rows.cols = " + std::to_string(r.cols) + ": must be >= 0");
+  // -1 (only -1) stands for cols; any other negative stride would otherwise read as contiguous rows.
+  if (r.x_row_stride < -1)
+    return invalid_argument(f + ": rows.x_row_stride = " + std::to_string(r.x_row_stride) + ": must be >= cols (or -1)");
+  if (needs_y && r.y_row_stride < -1)
+    return invalid_argument(f + ": rows.y_row_stride = " + std::to_string(r.y_row_stride) + ": must be >= cols (or -1)");
   const std::int64_t xs = r.x_row_stride < 0 ? r.cols : r.x_row_stride;
   const std::int64_t ys = r.y_row_stride < 0 ? r.cols : r.y_row_stride;
   if (r.rows > 1 && xs < r.cols)

@@ -324,6 +324,25 @@ static void check_bad_calls(void) {
   EXPECT_ERROR(pk_memset_async(s, NULL, 0, 16), PK_ERROR_INVALID_ARGUMENT, "device_dst");
   CHECK(pk_free(s, NULL) == PK_SUCCESS);
 
+  /* Found by tests/fuzz/fuzz_reduce: a negative row stride read as the C++ API's "-1: cols" (a stride
+   * near -2^63 made pk read 5 rows of 288 elements from a 64-byte buffer). Row strides are >= 0. */
+  {
+    pk_tensor rows = pk_tensor_1d(x, PK_DTYPE_F32, 8);
+    rows.rank = 2;
+    rows.shape[0] = 2;
+    rows.shape[1] = 8;
+    rows.strides[0] = -1;
+    rows.strides[1] = 1;
+    EXPECT_ERROR(pk_softmax(s, &rows, &rows), PK_ERROR_INVALID_ARGUMENT, "strides[0]");
+    rows.strides[0] = -9223371160667179933LL;
+    EXPECT_ERROR(pk_log_softmax(s, &rows, &rows), PK_ERROR_INVALID_ARGUMENT, "strides[0]");
+  }
+  /* Found by tests/fuzz/fuzz_reduce: data not aligned to its element size reached misaligned loads. */
+  {
+    pk_tensor odd = pk_tensor_1d((char*)x + 1, PK_DTYPE_F32, 8);
+    EXPECT_ERROR(pk_reduce_sum(s, &odd, &out), PK_ERROR_INVALID_ARGUMENT, "aligned");
+  }
+
   /* Reductions: null pointers. */
   EXPECT_ERROR(pk_reduce_sum(NULL, &in, &out), PK_ERROR_INVALID_ARGUMENT, "stream");
   EXPECT_ERROR(pk_reduce_sum(s, NULL, &out), PK_ERROR_INVALID_ARGUMENT, "in");
@@ -446,6 +465,10 @@ static void check_bad_calls(void) {
   CHECK(strcmp(pk_status_string((pk_status)1234), "unknown pk_status") == 0);
   CHECK(pk_dtype_size(PK_DTYPE_BF16) == 2);
   CHECK(pk_dtype_size((pk_dtype)77) == 0);
+  /* Values outside an enumeration's range are valid C; the C++ side must not load them as the enum
+   * (UBSan in the host-asan build found pk_memcpy_async doing so). */
+  CHECK(pk_tensor_1d(NULL, (pk_dtype)-5, 1).dtype == -5);
+  CHECK(strcmp(pk_status_string((pk_status)1000), "unknown pk_status") == 0);
   CHECK(pk_version_string()[0] != '\0');
 
   CHECK(pk_free(s, x) == PK_SUCCESS);

@@ -243,6 +243,25 @@ TEST_P(ReduceLimits, PointersNotAlignedToTheirElementSize) {
   out.expect_untouched(s);
 }
 
+// Found by tests/fuzz/fuzz_reduce: any negative row stride was read as -1 (cols), so rows that the
+// caller laid out elsewhere were read as contiguous. Only -1 stands for cols.
+TEST_P(ReduceLimits, NegativeRowStridesOtherThanMinusOne) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned x(s), y(s);
+  rows_desc r{dtype::f32, x.buf.data(), y.buf.data(), 2, 8, -2, -1};
+  expect_invalid(softmax(s, r), "rows.x_row_stride");
+  r.x_row_stride = 8;
+  r.y_row_stride = INT64_MIN;
+  expect_invalid(log_softmax(s, r), "rows.y_row_stride");
+  norm_args a;
+  a.rows = rows_desc{dtype::f32, x.buf.data(), y.buf.data(), 2, 8, -9, 8};
+  a.weight = x.buf.data();
+  expect_invalid(rms_norm(s, a), "rows.x_row_stride");
+  expect_invalid(row_mean_var(s, rows_desc{dtype::f64, x.buf.data(), nullptr, 2, 4, -4}, y.buf.data(), y.buf.data() + 2),
+                 "rows.x_row_stride");
+  y.expect_untouched(s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ReduceLimits, ::testing::ValuesIn(all_backends()), param_name);
 
 }  // namespace
