@@ -7,6 +7,7 @@
 #include <pk/status.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -22,6 +23,18 @@ namespace pk::capi {
 inline std::string& last_error() noexcept {
   thread_local std::string message;
   return message;
+}
+
+//! The integer a C caller passed as an enumeration. C allows any value of the enumeration's integer type;
+//! in C++ loading a value outside the enumeration's range through the enum type is undefined behaviour
+//! (UBSan's -fsanitize=enum found pk_memcpy_async(..., (pk_memcpy_kind)99) doing so), so the entry points
+//! read the parameter's bytes instead and compare integers.
+template <class E>
+inline std::int32_t enum_value(const E& e) noexcept {
+  static_assert(sizeof(E) == sizeof(std::int32_t), "the C enumerations of pk.h are int-sized");
+  std::int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
 }
 
 inline pk_status to_c(errc e) noexcept {

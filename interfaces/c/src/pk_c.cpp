@@ -47,7 +47,7 @@ pk::status copy(const char* api, pk_stream_t stream, void* dst, const void* src,
 extern "C" {
 
 const char* pk_status_string(pk_status status) {
-  switch (status) {
+  switch (enum_value(status)) {
     case PK_SUCCESS: return "success";
     case PK_ERROR_INVALID_ARGUMENT: return "invalid_argument";
     case PK_ERROR_UNSUPPORTED: return "unsupported";
@@ -67,7 +67,7 @@ size_t pk_last_error_message_copy(char* buf, size_t capacity) { return copy_stri
 const char* pk_version_string(void) { return PK_VERSION_STRING; }
 
 size_t pk_dtype_size(pk_dtype dtype) {
-  switch (dtype) {
+  switch (enum_value(dtype)) {
     case PK_DTYPE_F32: return sizeof(float);
     case PK_DTYPE_F64: return sizeof(double);
     case PK_DTYPE_F16: return sizeof(std::uint16_t);
@@ -85,13 +85,14 @@ size_t pk_dtype_size(pk_dtype dtype) {
 pk_tensor pk_tensor_scalar(void* data, pk_dtype dtype) {
   pk_tensor t{};
   t.data = data;
-  t.dtype = dtype;
+  t.dtype = enum_value(dtype);
   t.rank = 0;
   return t;
 }
 
 pk_tensor pk_tensor_1d(void* data, pk_dtype dtype, int64_t n) {
-  pk_tensor t = pk_tensor_scalar(data, dtype);
+  pk_tensor t = pk_tensor_scalar(data, PK_DTYPE_F32);
+  t.dtype = enum_value(dtype);
   t.rank = 1;
   t.shape[0] = n;
   t.strides[0] = 1;
@@ -99,7 +100,8 @@ pk_tensor pk_tensor_1d(void* data, pk_dtype dtype, int64_t n) {
 }
 
 pk_tensor pk_tensor_contiguous(void* data, pk_dtype dtype, int32_t rank, const int64_t* shape) {
-  pk_tensor t = pk_tensor_scalar(data, dtype);
+  pk_tensor t = pk_tensor_scalar(data, PK_DTYPE_F32);
+  t.dtype = enum_value(dtype);
   if (rank < 0 || rank > PK_MAX_RANK || (rank > 0 && shape == nullptr)) {
     t.rank = -1;
     return t;
@@ -200,12 +202,13 @@ pk_status pk_memcpy_d2d(pk_stream_t stream, void* device_dst, const void* device
 pk_status pk_memcpy_async(pk_stream_t stream, void* dst, const void* src, size_t bytes, pk_memcpy_kind kind) {
   return guarded([&] {
     pk::copy_kind k{};
-    switch (kind) {
+    const std::int32_t kind_value = enum_value(kind);
+    switch (kind_value) {
       case PK_MEMCPY_HOST_TO_DEVICE: k = pk::copy_kind::host_to_device; break;
       case PK_MEMCPY_DEVICE_TO_HOST: k = pk::copy_kind::device_to_host; break;
       case PK_MEMCPY_DEVICE_TO_DEVICE: k = pk::copy_kind::device_to_device; break;
       default:
-        return pk::invalid_argument("pk_memcpy_async: kind = " + std::to_string(static_cast<int>(kind)) + ": not a pk_memcpy_kind");
+        return pk::invalid_argument("pk_memcpy_async: kind = " + std::to_string(kind_value) + ": not a pk_memcpy_kind");
     }
     return copy("pk_memcpy_async", stream, dst, src, bytes, k, true);
   });
