@@ -75,17 +75,13 @@ struct block_rows {
       br.lse_base = b * p.lse_batch;
     }
     br.lse_base += h * p.lse_head;
-    br.q = offset(static_cast<const T*>(p.q), q_base + h * p.q_head + std::int64_t{br.m0} * p.q_row);
-    br.k = offset(static_cast<const T*>(p.k), k_base + hk * p.k_head);
-    br.v = offset(static_cast<const T*>(p.v), v_base + hk * p.v_head);
-    br.o = offset(static_cast<T*>(p.o), o_base + h * p.o_head + std::int64_t{br.m0} * p.o_row);
+    // An empty K/V may come with null data: attention_forward then passes zero strides, so these stay
+    // null + 0 (defined) without a branch here.
+    br.q = static_cast<const T*>(p.q) + q_base + h * p.q_head + std::int64_t{br.m0} * p.q_row;
+    br.k = static_cast<const T*>(p.k) + k_base + hk * p.k_head;
+    br.v = static_cast<const T*>(p.v) + v_base + hk * p.v_head;
+    br.o = static_cast<T*>(p.o) + o_base + h * p.o_head + std::int64_t{br.m0} * p.o_row;
     return br;
-  }
-  //! p + off, or null for null p: empty tensors (no keys) may come with null data, and arithmetic on a
-  //! null pointer is undefined in C++ (UBSan reported it for a problem without keys).
-  template <class P>
-  PK_DEVICE PK_FORCEINLINE static P* offset(P* p, std::int64_t off) {
-    return p != nullptr ? p + off : p;
   }
 };
 
