@@ -124,6 +124,14 @@ inline double load(const void* p, std::int32_t d, std::int64_t i) {
     default: return 0;
   }
 }
+// x as an int64, clamped (NaN: 0): converting an out-of-range double to an integer type is undefined, and a
+// target may store any value it drew; the integer is then narrowed modulo 2^bits (defined in C++20).
+inline std::int64_t clamp_to_int64(double x) {
+  if (!(x == x)) return 0;
+  if (x >= 9223372036854775807.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<std::int64_t>(x);
+}
 inline void store(void* p, std::int32_t d, std::int64_t i, double x) {
   auto* b = static_cast<unsigned char*>(p) + i * static_cast<std::int64_t>(dtype_bytes(d));
   switch (d) {
@@ -131,10 +139,10 @@ inline void store(void* p, std::int32_t d, std::int64_t i, double x) {
     case PK_DTYPE_F32: { const float v = static_cast<float>(x); std::memcpy(b, &v, 4); break; }
     case PK_DTYPE_F16: { const std::uint16_t v = float_to_half(static_cast<float>(x)); std::memcpy(b, &v, 2); break; }
     case PK_DTYPE_BF16: { const std::uint16_t v = float_to_bf16(static_cast<float>(x)); std::memcpy(b, &v, 2); break; }
-    case PK_DTYPE_I32: { const auto v = static_cast<std::int32_t>(x); std::memcpy(b, &v, 4); break; }
-    case PK_DTYPE_I64: { const auto v = static_cast<std::int64_t>(x); std::memcpy(b, &v, 8); break; }
-    case PK_DTYPE_I8: { const auto v = static_cast<std::int8_t>(x); std::memcpy(b, &v, 1); break; }
-    case PK_DTYPE_U8: *b = static_cast<unsigned char>(x); break;
+    case PK_DTYPE_I32: { const auto v = static_cast<std::int32_t>(clamp_to_int64(x)); std::memcpy(b, &v, 4); break; }
+    case PK_DTYPE_I64: { const auto v = clamp_to_int64(x); std::memcpy(b, &v, 8); break; }
+    case PK_DTYPE_I8: { const auto v = static_cast<std::int8_t>(clamp_to_int64(x)); std::memcpy(b, &v, 1); break; }
+    case PK_DTYPE_U8: *b = static_cast<unsigned char>(clamp_to_int64(x)); break;
     default: break;
   }
 }
