@@ -286,7 +286,8 @@ void forward(FuzzedDataProvider& f, pk_stream_t s) {
     const std::int64_t q0 = varlen ? cu_q[b] : 0, k0 = varlen && a.cu_seqlens_k ? cu_k[b] : 0;
     const std::int64_t lq = varlen ? cu_q[b + 1] - cu_q[b] : sq, lk = varlen ? cu_k[b + 1] - cu_k[b] : sk;
     if (lq < 0 || lk < 0) fail(api, "accepted decreasing cu_seqlens");
-    const std::int64_t bb = r == 4 ? b : 0;
+    // Varlen tensors are packed with batch 1: every sequence is in batch entry 0.
+    const std::int64_t bb = r == 4 && !varlen ? b : 0;
     auto at = [&](const pk_tensor& t, std::int64_t tok, std::int64_t h, std::int64_t d) {
       return (r == 4 ? bb * t.strides[0] : 0) + tok * t.strides[r - 3] + h * t.strides[r - 2] + d * t.strides[r - 1];
     };
@@ -395,7 +396,8 @@ void make_cache(FuzzedDataProvider& f, cache_case& cc, std::int32_t qdt, std::in
   // Lengths: decode counts the new tokens (>= 1 is usual), append the tokens already there.
   cc.seqlens.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(batch, 0, max_batch)));
   for (auto& l : cc.seqlens) {
-    const std::int64_t room = lengths_for_decode ? cc.capacity : cc.capacity - new_tokens;
+    std::int64_t room = cc.capacity;  // extents may be drawn at the int64 edges: no overflow here
+    if (!lengths_for_decode && __builtin_sub_overflow(cc.capacity, new_tokens, &room)) room = 0;
     l = static_cast<std::int32_t>(room > 0 ? f.ConsumeIntegralInRange<std::int64_t>(0, std::min<std::int64_t>(room, 1 << 20)) : 0);
     if (f.ConsumeIntegralInRange<int>(0, 31) == 0) l = f.ConsumeIntegralInRange<std::int32_t>(-2, 80);
   }
