@@ -147,6 +147,11 @@ status segmented(pk_stream_t stream, std::int32_t op, const pk_tensor* in, const
   PK_TRY(check_contiguous(api + ": in", *in));
   red::dtype type{};
   PK_TRY(to_cpp(api + ": in", in->dtype, type));
+  // The C++ entry takes no element count (the offsets, in device memory, bound the segments): the input's
+  // byte extent is checked here.
+  if (std::int64_t bytes = 0; __builtin_mul_overflow(element_count(*in), std::int64_t{red::size_of(type)}, &bytes))
+    return pk::invalid_argument(api + ": in: shape[0] = " + std::to_string(in->shape[0]) + " elements of " +
+                                std::to_string(red::size_of(type)) + " bytes: the byte extent exceeds 2^63 - 1");
   PK_TRY(check_tensor(api + ": out", out));
   if (out->rank != 1) return pk::invalid_argument(api + ": out: rank = " + std::to_string(out->rank) + ": must be 1");
   const std::int64_t segments = out->shape[0];

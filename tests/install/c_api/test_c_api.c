@@ -263,6 +263,12 @@ static void check_overflow_on(const char* device) {
   pk_tensor seg_off = pk_tensor_1d(x, PK_DTYPE_I64, INT64_MIN);
   EXPECT_ERROR(pk_segmented_reduce(s, PK_REDUCE_SUM, &in64, &seg_off, &seg_out, NULL), PK_ERROR_INVALID_ARGUMENT,
                "segments");
+  /* Segmented: the input's byte extent (2^62 f32 elements: 2^64 bytes), which the C++ entry never sees. */
+  pk_tensor huge_in = pk_tensor_1d(x, PK_DTYPE_F32, (int64_t)1 << 62);
+  pk_tensor seg_out1 = pk_tensor_1d(res, PK_DTYPE_F32, 1);
+  pk_tensor seg_off2 = pk_tensor_1d(x, PK_DTYPE_I64, 2);
+  EXPECT_ERROR(pk_segmented_reduce(s, PK_REDUCE_SUM, &huge_in, &seg_off2, &seg_out1, NULL), PK_ERROR_INVALID_ARGUMENT,
+               "byte extent");
   /* Row operations: rows * row stride. */
   const int64_t rows_shape[2] = {(int64_t)1 << 40, (int64_t)1 << 30};
   t = pk_tensor_contiguous(x, PK_DTYPE_F32, 2, rows_shape);
