@@ -4,7 +4,7 @@
 #include "build_info.hpp"
 #include "measure.hpp"
 #include "svg_plot.hpp"
-#include "timing.hpp"
+#include <pk/timing.hpp>
 
 #include <pk/archdb/device.hpp>
 

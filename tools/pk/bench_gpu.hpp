@@ -2,7 +2,7 @@
 // PK_ENABLE_CUDA is on (bench_cub.cu; bench_cublas.cu when CMake finds CUDA::cublas). Builds without
 // them link the stubs (bench_cub_none.cpp, bench_cublas_none.cpp), which report `unsupported`.
 #pragma once
-#include "timing.hpp"
+#include <pk/timing.hpp>
 
 #include <pk/reduction/reduce.hpp>
 #include <pk/runtime.hpp>

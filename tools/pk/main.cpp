@@ -5,7 +5,7 @@
 #include "family.hpp"
 #include "measure.hpp"
 #include "resource_check.hpp"
-#include "timing.hpp"
+#include <pk/timing.hpp>
 
 #include <pk/archdb/device.hpp>
 #include <pk/archdb/occupancy.hpp>

@@ -1,9 +1,9 @@
 // pk command-line tool: the candidate loop shared by `pk tune` and `pk bench`: each run (a candidate
-// forced by index, or the library's own plan) is warmed up, timed (timing.hpp) and verified against the
+// forced by index, or the library's own plan) is warmed up, timed (pk/timing.hpp) and verified against the
 // family's CPU reference.
 #pragma once
 #include "family.hpp"
-#include "timing.hpp"
+#include <pk/timing.hpp>
 
 #include <cstddef>
 #include <functional>

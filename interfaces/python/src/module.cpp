@@ -386,11 +386,11 @@ std::shared_ptr<const std::string> keep_name(const std::optional<std::string>& n
 }
 const char* c_str(const std::shared_ptr<const std::string>& s) { return s ? s->c_str() : nullptr; }
 
+//! The operation whose name (pk::to_string) is `op`.
 std::optional<reduce_op> op_named(const std::string& op) {
-  static const std::map<std::string, reduce_op> ops = {{"sum", reduce_op::sum},       {"prod", reduce_op::prod},
-                                                       {"min", reduce_op::min},       {"max", reduce_op::max},
-                                                       {"argmin", reduce_op::argmin}, {"argmax", reduce_op::argmax}};
-  if (auto it = ops.find(op); it != ops.end()) return it->second;
+  for (reduce_op o : {reduce_op::sum, reduce_op::prod, reduce_op::min, reduce_op::max, reduce_op::argmin,
+                      reduce_op::argmax})
+    if (op == to_string(o)) return o;
   return std::nullopt;
 }
 
@@ -683,24 +683,19 @@ py::dict py_devices() {
   py::list db;
   for (const auto& d : archdb::all_devices()) db.append(device_dict(d));
   py::list gpus;
-  for (int i = 0; i < cuda_device_count(); ++i) {
-    stream s;
-    if (!stream::cuda(nullptr, i, s)) continue;
-    py::dict g = device_dict(s.device());
-    g["backend"] = "cuda";
-    g["ordinal"] = i;
-    g["code_target"] = to_string(s.code_target());
-    gpus.append(g);
-  }
-  for (int i = 0; i < hip_device_count(); ++i) {
-    stream s;
-    if (!stream::hip(nullptr, i, s)) continue;
-    py::dict g = device_dict(s.device());
-    g["backend"] = "hip";
-    g["ordinal"] = i;
-    g["code_target"] = to_string(s.code_target());
-    gpus.append(g);
-  }
+  const auto add_gpus = [&gpus](int count, status (*open)(void*, int, stream&)) {
+    for (int i = 0; i < count; ++i) {
+      stream s;
+      if (!open(nullptr, i, s)) continue;
+      py::dict g = device_dict(s.device());
+      g["backend"] = to_string(s.backend());
+      g["ordinal"] = i;
+      g["code_target"] = to_string(s.code_target());
+      gpus.append(g);
+    }
+  };
+  add_gpus(cuda_device_count(), &stream::cuda);
+  add_gpus(hip_device_count(), &stream::hip);
   py::list targets;
   for (const code_target_info& t : code_targets)
     if (t.built) targets.append(t.name);

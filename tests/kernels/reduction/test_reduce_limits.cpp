@@ -208,20 +208,8 @@ TEST_P(ReduceLimits, PointersNotAlignedToTheirElementSize) {
                  "segmented_reduce: offsets");
   expect_invalid(segmented_reduce(s, reduce_op::argmin, dtype::f32, in.buf.data(), 2, offsets.data(), out4),
                  "segmented_reduce: out");
-  tensor_view v;
-  v.data = in1;
-  v.type = dtype::f32;
-  v.rank = 2;
-  v.shape[0] = 2;
-  v.shape[1] = 3;
-  v.stride[0] = 3;
-  v.stride[1] = 1;
-  tensor_view o;
-  o.data = out.buf.data();
-  o.type = dtype::f32;
-  o.rank = 1;
-  o.shape[0] = 2;
-  o.stride[0] = 1;
+  tensor_view v = pk::contiguous(in1, dtype::f32, {2, 3});
+  tensor_view o = pk::contiguous(out.buf.data(), dtype::f32, {2});
   expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "reduce_axis: in.data");
   v.data = in.buf.data();
   o.data = out1;
