@@ -44,9 +44,14 @@ while IFS= read -r line; do
   [[ " ${groups[*]} " == *" $group "* ]] && rows+=("$group $line")
 done < "$list"
 
+# py: items are checked with the interpreter Debian's packages install into (/usr/bin/python3), not a
+# python3 that comes first on PATH (pyenv, a venv): python3-numpy cannot serve those. The build picks its
+# interpreter the same way round (interfaces/python/CMakeLists.txt).
+debian_python=/usr/bin/python3
+[[ -x $debian_python ]] || debian_python=python3
 present() {
   case $1 in
-    py:*) python3 -c "import ${1#py:}" 2>/dev/null ;;
+    py:*) "$debian_python" -c "import ${1#py:}" 2>/dev/null ;;
     /*) compgen -G "$1" >/dev/null ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
   esac
@@ -112,11 +117,19 @@ done
 
 declare -A enables=([python]="the Python module (import pk) and its tests"
                     [interfaces]="the Fortran example and the Kokkos adapter's install tests"
-                    [hip]="AMD builds (the hip-* presets) and the HIP half of the compile matrix")
+                    [hip]="AMD builds (the hip-* presets) and the HIP half of the compile matrix"
+                    [sanitize]="the host-asan preset and the fuzz targets (.ci/fuzz.sh)")
 for g in "${groups[@]}"; do
   [[ $g == core ]] && continue
-  if ((group_ok[$g])); then echo "tools/setup/check.sh: $g: present (${enables[$g]:-})"
-  else echo "tools/setup/check.sh: $g: missing, without it: ${enables[$g]:-$g} ('tools/setup/check.sh --install $g' adds it)"; fi
+  if ((group_ok[$g])); then
+    echo "tools/setup/check.sh: $g: present (${enables[$g]:-$g})"
+  else
+    echo "tools/setup/check.sh: $g: missing, without it: ${enables[$g]:-$g} ('tools/setup/check.sh --install $g' adds it)"
+  fi
+  if [[ $g == python ]]; then
+    echo "tools/setup/check.sh: python: the module is built for the first of python3 on PATH" \
+         "($(command -v python3 || echo none)) and $debian_python that imports numpy (or -DPython3_EXECUTABLE=...)"
+  fi
 done
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [[ -x $nvcc ]]; then

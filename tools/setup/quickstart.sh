@@ -24,6 +24,9 @@ targets=(pk)
 ninja -C build/host -t targets all 2>/dev/null | grep -q '^pk_python:' && targets+=(pk_python)
 say "build: ${targets[*]} (the tests come with the second command, cmake --workflow --preset host)"
 cmake --build --preset host --target "${targets[@]}"
-[[ " ${targets[*]} " == *" pk_python "* ]] && say "Python: PYTHONPATH=$PWD/build/host/python python3 -c 'import pk; print(pk.devices())'"
+if [[ " ${targets[*]} " == *" pk_python "* ]]; then
+  py=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' build/host/CMakeCache.txt)
+  say "Python: PYTHONPATH=$PWD/build/host/python ${py:-python3} -c 'import pk; print(pk.devices())'"
+fi
 say "main job: build/host/tools/pk/pk run reduce $*"
 build/host/tools/pk/pk run reduce "$@"
