@@ -88,14 +88,17 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // 0.78 of the peak is the most one tile's products can take. The softmax's exponentials run on the
 // special-function unit, 16 per clock per SM (CUDA C++ Programming Guide, arithmetic instruction
 // throughput table, compute capability 9.0: 16 results per clock per SM for exp2). The kernel issues them
-// to overlap the products (ping-pong of the two consumer warpgroups; S_{j+1} beside P_j V_j), but measured
-// on the H200 (bench/results/attention-h200-2026-11-30-ws.md, seqlen 16k non-causal) a tile takes about the
-// sum: 1.92 us at d128 (model 1.44 + 0.60), 1.86 at d64 192x128 (1.08 + 0.90), 2.40 at d256 128x80 (1.80 +
-// 0.38). So the model adds them, plus a per-tile cost for the barrier hand-offs and issue latency that
-// makes larger tiles win where the sums tie (fitted to the same rows: 0.1 us).
+// to overlap the products (ping-pong of the two consumer warpgroups; S_{j+1} beside P_j V_j); measured, a
+// tile takes a part of the sum plus a fixed cost (barrier hand-offs, issue latency, the epilogue spread
+// over the tiles), which is what makes the larger tile win at head_dim 64. Fitted to the H200
+// (bench/results/pk-bench-h200-2026-12-01.md, d64 seqlen 4k batch 4, time / (waves x key tiles per block)):
+// 128x128 1.35 us per tile (model sum 0.72 + 0.60), 192x128 1.76 us (1.08 + 0.90): 0.70 x sum + 0.43 us.
+// The same rule gives 1.86 us for d128 128x128 (measured 1.6-1.9, bench/results/attention-h200-2026-11-30-ws.md
+// and the 12-01 run) and ranks 128x80 ahead of 128x64 at d256 as measured there.
 constexpr double wgmma_share = 0.78;
 constexpr double exp_per_clock_per_sm = 16;
-constexpr double ws_tile_overhead_us = 0.1;
+constexpr double ws_sum_share = 0.70;
+constexpr double ws_tile_overhead_us = 0.43;
 // Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
 // __launch_bounds__(threads, 1) sets): the SM's 64 K registers over the block, in units of 8.
 int ws_launch_regs(const archdb::device_desc& d, int threads) {
@@ -156,13 +159,13 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double t_us = double(waves) * tiles_per_block * ((t_mma + t_exp) * 1e6 + ws_tile_overhead_us);
+      const double t_us = double(waves) * tiles_per_block * (ws_sum_share * (t_mma + t_exp) * 1e6 + ws_tile_overhead_us);
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
-          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2 (measured: not hidden) + " << ws_tile_overhead_us
-          << " us hand-offs; " << blocks << " blocks in "
+          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum_share << " of the sum exposed (measured) + "
+          << ws_tile_overhead_us << " us hand-offs; " << blocks << " blocks in "
           << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
           << "% of the last busy)";
       return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};
@@ -438,6 +441,13 @@ status attention_forward(const stream& s, const attention_args& args) {
       s.device(), "attention", key, bucket, [&] { return attention::plan(s.device(), pr).choice; });
   int index = 0;
   PK_TRY(archdb::select_policy(*pl, a.policy, "attention_forward", index));
+  // Last of the checks, so that a call with several faults names the others first.
+  {
+    using attention::views::range_of;
+    const std::int64_t lse_bytes = a.q.shape[0] * hq * a.q.shape[1] * static_cast<std::int64_t>(sizeof(float));
+    PK_TRY(attention::views::check_disjoint("attention_forward", {{"out", range_of(a.out)}, {"lse", range_of(a.lse, lse_bytes)}},
+                                            {{"q", range_of(a.q)}, {"k", range_of(a.k)}, {"v", range_of(a.v)}}));
+  }
   attention::fwd_call c;
   c.grid_y = static_cast<unsigned>(pr.heads_q);
   c.grid_z = static_cast<unsigned>(pr.batch);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -71,6 +72,49 @@ inline status check_distinct(std::string_view fn, const char* name, const tensor
                          " makes elements overlap (each stride must be at least the span of the faster dimensions, " +
                          std::to_string(span) + ")");
     span = mul_add(t.shape[i] - 1, t.stride[i], span);
+  }
+  return {};
+}
+
+//! The bytes [begin, end) from the first to one past the last element of a view that passed check_view
+//! (its last offset fits int64), or an empty range for an empty view.
+struct byte_range {
+  std::uintptr_t begin = 0, end = 0;
+};
+inline byte_range range_of(const tensor_view& t) {
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] == 0 || t.data == nullptr) return {};
+  std::int64_t last = 0;
+  for (int i = 0; i < t.rank; ++i) last += (t.shape[i] - 1) * t.stride[i];
+  const auto b = reinterpret_cast<std::uintptr_t>(t.data);
+  return {b, b + static_cast<std::uintptr_t>((last + 1) * size_of(t.type))};
+}
+//! `bytes` bytes from `p` (null or 0 bytes: empty).
+inline byte_range range_of(const void* p, std::int64_t bytes) {
+  if (p == nullptr || bytes <= 0) return {};
+  const auto b = reinterpret_cast<std::uintptr_t>(p);
+  return {b, b + static_cast<std::uintptr_t>(bytes)};
+}
+
+//! What a call writes must not share memory with what it reads or with another output: the kernels read
+//! inputs while other blocks write outputs, so an overlap is a race, not an in-place operation. The rule is
+//! on the address ranges (first to last element), so two views interleaved in one buffer are refused too.
+inline status check_disjoint(std::string_view fn, const char* written, byte_range w, const char* other, byte_range o) {
+  if (w.begin == w.end || o.begin == o.end || w.end <= o.begin || o.end <= w.begin) return {};
+  return bad(fn, std::string(written) + ": its memory overlaps " + other + "'s (an output must not share any byte, "
+                 "first to last element, with an input or another output)");
+}
+
+struct named_range {
+  const char* name;
+  byte_range r;
+};
+//! Every output against every input and every other output (check_disjoint).
+inline status check_disjoint(std::string_view fn, std::initializer_list<named_range> written,
+                             std::initializer_list<named_range> read) {
+  for (auto w = written.begin(); w != written.end(); ++w) {
+    for (auto o = w + 1; o != written.end(); ++o) PK_TRY(check_disjoint(fn, w->name, w->r, o->name, o->r));
+    for (const named_range& o : read) PK_TRY(check_disjoint(fn, w->name, w->r, o.name, o.r));
   }
   return {};
 }

@@ -218,6 +218,12 @@ status check_cache(std::string_view f, const kv_cache& c, dtype q_type, int head
     if (t.stride[1] != 1 || t.stride[0] < 0)
       return err("cache.block_table: rows must be contiguous (stride[1] == 1) with a non-negative row stride");
     if (reinterpret_cast<std::uintptr_t>(t.data) % alignof(std::int32_t) != 0) return err("cache.block_table: must be 4-byte aligned");
+    if (t.shape[0] > 0) {
+      const std::int64_t last = attention::views::mul_add(t.shape[0] - 1, t.stride[0], t.shape[1] - 1);
+      if (last < 0 || last > attention::views::int64_max / 4 - 1)
+        return err("cache.block_table: the offset of the last element ((shape[0] - 1) * stride[0] + shape[1] - 1) in "
+                   "bytes exceeds 2^63 - 1");
+    }
     out.page_size = c.k.shape[1];
     if (!is_pow2(out.page_size) || out.page_size > max_page_size)
       return unsupported(std::string(f) + ": cache.k: page_size " + std::to_string(out.page_size) +
@@ -331,6 +337,14 @@ status attention_decode(const stream& s, const decode_args& a) {
   if (a.window_left < -1 || a.window_right < -1) return bad("window_left/window_right: must be >= -1 (-1: unbounded)");
   if (reinterpret_cast<std::uintptr_t>(a.lse) % alignof(float) != 0) return bad("lse: must be 4-byte aligned");
   if (reinterpret_cast<std::uintptr_t>(a.error) % alignof(std::int32_t) != 0) return bad("error: must be 4-byte aligned");
+  {
+    using attention::views::range_of;
+    const std::int64_t lse_bytes = batch * hq * sq * static_cast<std::int64_t>(sizeof(float));
+    PK_TRY(attention::views::check_disjoint(
+        fn, {{"out", range_of(a.out)}, {"lse", range_of(a.lse, lse_bytes)}, {"error", range_of(a.error, sizeof(std::int32_t))}},
+        {{"q", range_of(a.q)}, {"cache.k", range_of(a.cache.k)}, {"cache.v", range_of(a.cache.v)},
+         {"cache.block_table", range_of(a.cache.block_table)}, {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)}}));
+  }
   if (batch == 0 || sq == 0 || hq == 0) return {};  // nothing to compute
   if (s.backend() == backend_kind::host) PK_TRY(check_slots_on_host(fn, a.cache, l, static_cast<int>(batch), 0));
 
@@ -433,6 +447,13 @@ status kv_cache_append(const stream& s, const kv_append_args& a) {
     return bad_append("k_new: heads " + std::to_string(a.k_new.shape[2]) + " differ from the cache's " + std::to_string(a.cache.k.shape[2]));
   if (nt > l.capacity) return bad_append("k_new: new_tokens " + std::to_string(nt) + " exceeds the capacity " + std::to_string(l.capacity));
   if (reinterpret_cast<std::uintptr_t>(a.error) % alignof(std::int32_t) != 0) return bad_append("error: must be 4-byte aligned");
+  {
+    using attention::views::range_of;
+    PK_TRY(attention::views::check_disjoint(
+        af, {{"cache.k", range_of(a.cache.k)}, {"cache.v", range_of(a.cache.v)}, {"error", range_of(a.error, sizeof(std::int32_t))}},
+        {{"k_new", range_of(a.k_new)}, {"v_new", range_of(a.v_new)}, {"cache.block_table", range_of(a.cache.block_table)},
+         {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)}}));
+  }
   if (batch == 0 || nt == 0 || l.heads_kv == 0) return {};
   if (s.backend() == backend_kind::host) PK_TRY(check_slots_on_host(af, a.cache, l, static_cast<int>(batch), static_cast<int>(nt)));
 

@@ -203,6 +203,31 @@ TEST_P(AttentionEdges, BadArgumentsNameTheRule) {
   }
   {
     auto a = good();
+    a.out = a.q;  // in place: other blocks still read the rows this one writes
+    expect(a, errc::invalid_argument, "out: its memory overlaps q's", __LINE__);
+  }
+  {
+    auto a = good();
+    a.k = a.v = view(2, one);  // out and the keys share the second tensor's first half
+    expect(a, errc::invalid_argument, "out: its memory overlaps k's", __LINE__);
+  }
+  {
+    auto a = good();
+    a.lse = reinterpret_cast<float*>(buf.data() + one + 64);  // inside out
+    expect(a, errc::invalid_argument, "out: its memory overlaps lse's", __LINE__);
+  }
+  {
+    auto a = good();
+    a.lse = reinterpret_cast<float*>(buf.data() + 64);  // inside q
+    expect(a, errc::invalid_argument, "lse: its memory overlaps q's", __LINE__);
+  }
+  {
+    auto a = good();
+    a.k = a.v = view(4);  // inputs may share memory: q, k and v as one tensor
+    ASSERT_TRUE(attention_forward(s, a)) << "q, k and v may share memory";
+  }
+  {
+    auto a = good();
     a.q.stride[1] = 0;  // inputs may repeat rows (broadcast): only out must be distinct
     ASSERT_TRUE(attention_forward(s, a)) << "q may broadcast";
   }

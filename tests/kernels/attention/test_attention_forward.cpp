@@ -212,7 +212,7 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
   c.sq = c.sk = {8};
   attention_args a;
   device_buffer<std::uint16_t> buf;
-  ASSERT_TRUE(buf.allocate(s, 8 * 64));
+  ASSERT_TRUE(buf.allocate(s, 2 * 8 * 64));
   a.q.data = a.k.data = a.v.data = a.out.data = buf.data();
   for (tensor_view* t : {&a.q, &a.k, &a.v, &a.out}) {
     t->type = dtype::bf16;
@@ -220,6 +220,7 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
     t->shape[0] = 1, t->shape[1] = 8, t->shape[2] = 1, t->shape[3] = 64;
     t->stride[0] = 8 * 64, t->stride[1] = 64, t->stride[2] = 64, t->stride[3] = 1;
   }
+  a.out.data = buf.data() + 8 * 64;
   a.policy = c.policy.c_str();
   // The one forced-policy rule: an unknown name is invalid_argument and lists the candidates.
   const status st = attention_forward(s, a);
@@ -233,10 +234,10 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
 TEST_P(AttentionForward, BadInputNamesTheArgument) {
   PK_TEST_STREAM(GetParam(), s);
   device_buffer<std::uint16_t> buf;
-  ASSERT_TRUE(buf.allocate(s, 4 * 64 * 64 + 64));
-  auto view = [&](std::int64_t heads, std::int64_t d) {
+  ASSERT_TRUE(buf.allocate(s, 2 * (4 * 64 * 64 + 64)));
+  auto view = [&](std::int64_t heads, std::int64_t d, std::size_t at = 0) {
     tensor_view t;
-    t.data = buf.data();
+    t.data = buf.data() + at;
     t.type = dtype::bf16;
     t.rank = 4;
     t.stride[3] = 1;
@@ -251,7 +252,8 @@ TEST_P(AttentionForward, BadInputNamesTheArgument) {
   };
   auto good = [&] {
     attention_args a;
-    a.q = a.out = view(4, 64);
+    a.q = view(4, 64);
+    a.out = view(4, 64, 4 * 64 * 64 + 64);
     a.k = a.v = view(2, 64);
     return a;
   };

@@ -702,6 +702,35 @@ TEST_P(AttentionDecode, BadArgumentsNameTheRule) {
     a.cache.k.stride[2] = 12;
     expect(a, errc::invalid_argument, "cache.k: stride[2] = 12");
   }
+  {
+    decode_args a = good;
+    a.out = a.q;
+    expect(a, errc::invalid_argument, "out: its memory overlaps q's");
+  }
+  {
+    decode_args a = good;
+    a.lse = reinterpret_cast<float*>(dout.data());
+    expect(a, errc::invalid_argument, "out: its memory overlaps lse's");
+  }
+  {
+    decode_args a = good;
+    a.out.data = a.cache.v.data;
+    expect(a, errc::invalid_argument, "out: its memory overlaps cache.v's");
+  }
+  {
+    decode_args a = good;
+    a.error = const_cast<std::int32_t*>(a.cache.seqlens);
+    expect(a, errc::invalid_argument, "error: its memory overlaps cache.seqlens's");
+  }
+  {
+    // kv_cache_append writes the cache: new tokens read from inside it are refused.
+    kv_append_args ap;
+    ap.cache = kc;
+    ap.k_new = ap.v_new = contiguous(const_cast<void*>(kc.k.data), c.type, {2, 1, std::int64_t{c.heads_kv}, std::int64_t{c.d}});
+    const status st = kv_cache_append(s, ap);
+    EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+    EXPECT_NE(st.message().find("cache.k: its memory overlaps k_new's"), std::string::npos) << st.message();
+  }
   if (s.backend() == backend_kind::host) {
     // The emulator reads the lengths and the table: a page outside the cache and a length past the capacity.
     std::vector<std::int32_t> table = cd.table;

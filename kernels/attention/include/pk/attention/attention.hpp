@@ -13,8 +13,8 @@
 //    the stride of a dimension of extent 1 is not used. Data 16-byte aligned. dtypes bf16, f16 (all
 //    four the same); head_dim 32, 64, 96, 128, 192 or 256; heads_kv divides heads_q (grouped-query
 //    attention); batch and heads_q <= 65535; seqlen <= 2^31 - 1 less one tile (32-bit positions);
-//    out's elements distinct (no stride 0, no overlapping rows or heads: checked); out must not overlap
-//    q, k or v (not checked).
+//    out's elements distinct (no stride 0, no overlapping rows or heads: checked); out and lse share no
+//    byte with q, k, v or each other, first to last element (checked; q, k and v may share memory).
 //  - Variable length: packed tokens (rank 4 with batch 1, or rank 3 [total, heads, head_dim]) plus
 //    cu_seqlens_q/k (varlen_batch + 1 int32 in device memory: cu[0] >= 0, non-decreasing, cu[batch] <=
 //    the packed token count; sequence b is tokens [cu[b], cu[b+1])) and the maximum lengths
