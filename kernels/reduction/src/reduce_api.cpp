@@ -121,37 +121,54 @@ archdb::plan plan_reduce_reproducible(const archdb::device_desc& device, std::in
 }
 
 namespace {
+// The per-segment kernels' registers: ptxas reports 40-61 per thread for seg_* on sm_80 and sm_90a (the CI
+// compile matrix, reduce_<dtype>.sm_*.ptxas.log), allocated in units of 8: 64 (4 blocks of 256 threads per
+// SM where 32 assumed 8).
+constexpr int segment_regs_per_thread = 64;
+// Fixed cost of one wave of per-segment blocks (launch, the group reduction, the store, retirement)
+// fitted to the H200 (bench/results/reduction-axis-h200-2026-12-01.md: reduce along the last axis, 12 shapes
+// x 3 candidates, bf16 and f32, 256-262144 columns): a warp per 1024-element row ran 40 us in 8 waves, 5 us
+// a wave where its one load round is 0.8. With this cost and the load chain at load_round_us, the model picks
+// the measured fastest candidate on all 12 shapes (the earlier 1 us picked a slower one on 5 of them, by up
+// to 1.67x).
+constexpr double segment_wave_overhead_us = 5.0;
+
 archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segments, double avg_len, int elem_bytes,
-                         int passes, double bytes, int regs) {
+                         double bytes) {
   std::vector<archdb::candidate> cands;
   for (const segment_policy& p : segment_candidates) {
     archdb::candidate c;
     c.name = name_of(p);
     c.res.threads_per_block = p.block_threads;
-    c.res.regs_per_thread = regs;
+    c.res.regs_per_thread = segment_regs_per_thread;
     c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
     cands.push_back(c);
   }
   const int vec = std::max(1, 16 / elem_bytes);
+  // Bytes in flight an SM needs to stream at the device's bandwidth (Little's law over the loaded memory
+  // latency), as plan_rows.
+  const double needed_in_flight = device.mem_bw_gbps * 1e3 / std::max(1, device.sm_count) * load_round_us;
+  const double seg_bytes = avg_len * elem_bytes;
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const segment_policy& p = segment_candidates[static_cast<std::size_t>(&c - cands.data())];
     const std::int64_t per_block = p.block_threads / p.group_threads;
     const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
     const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
     const std::int64_t waves = (blocks + resident - 1) / resident;
-    // Lanes that load something: a row shorter than the group's vector width leaves lanes idle.
-    const double per_round = static_cast<double>(p.group_threads) * vec;
-    const double rounds = std::ceil(avg_len / per_round);
-    const double lane_use = avg_len > 0 ? std::min(1.0, avg_len / (rounds * per_round)) : 1.0;
-    const double busy = busy_fraction(device, std::min(blocks, resident) * p.block_threads) * std::max(lane_use, 1e-3);
-    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / std::max(busy, 1e-3);
-    // A group's chain of dependent load rounds (U vectors in flight each), per wave and pass.
-    const double chain_us =
-        static_cast<double>(waves) * passes * (std::ceil(rounds / p.unroll) * load_round_us + wave_overhead_us);
+    // Each resident group has one round of U vectors per thread in flight, or its whole (shorter) segment.
+    const double round_bytes = static_cast<double>(p.group_threads) * p.unroll * 16;
+    const double active_groups = std::min<double>(static_cast<double>(segments),
+                                                  static_cast<double>(resident * per_block)) / std::max(1, device.sm_count);
+    const double flight = std::max(1.0, active_groups * std::min(std::max(seg_bytes, 1.0), round_bytes));
+    const double flight_factor = std::min(1.0, flight / needed_in_flight);
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / flight_factor;
+    // A group's chain of dependent load rounds (U vectors in flight each) and the fixed cost, per wave.
+    const double rounds = std::ceil(avg_len / (static_cast<double>(p.group_threads) * vec));
+    const double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
-        << static_cast<int>(busy * 100) << "% of thread slots busy, stream " << stream_us << " us, load chain "
-        << chain_us << " us";
+        << static_cast<int>(flight / 1024) << " KB in flight per SM of " << static_cast<int>(needed_in_flight / 1024)
+        << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us";
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
 }
@@ -160,8 +177,7 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
 archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segments, std::int64_t total,
                             int elem_bytes) {
   const double avg = segments > 0 ? static_cast<double>(total) / static_cast<double>(segments) : 0.0;
-  return plan_groups(device, segments, avg, elem_bytes, 1, static_cast<double>(total) * elem_bytes,
-                     assumed_regs_per_thread);
+  return plan_groups(device, segments, avg, elem_bytes, static_cast<double>(total) * elem_bytes);
 }
 
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
