@@ -20,19 +20,6 @@ using json = nlohmann::json;
 
 constexpr const char* device_schema = "pk.archdb.device/1";
 
-// Numeric fields every entry must carry, per vendor ({"value": N, "source": "..."}).
-constexpr const char* common_required[] = {
-    "sm_count", "warp_size", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
-    "max_threads_per_block", "smem_per_sm", "smem_per_block_optin", "smem_static_limit",
-    "smem_reserved_per_block", "smem_alloc_granularity", "l2_bytes", "llc_bytes", "memory_bandwidth_gbps"};
-constexpr const char* nvidia_required[] = {"cc_major", "cc_minor", "regs_per_sm", "regs_per_block",
-                                           "reg_alloc_unit", "max_regs_per_thread", "smsp_per_sm",
-                                           "smem_carveouts_kb", "barrier_blocks_factor"};
-constexpr const char* amd_required[] = {"simds_per_cu", "cus_per_wgp", "vgprs_per_simd_lane", "max_arch_vgprs",
-                                        "agprs_per_lane", "vgpr_granule", "max_waves_per_simd", "sgprs_per_simd",
-                                        "max_sgprs", "max_barrier_wgs_per_cu"};
-constexpr const char* peak_required[] = {"bf16_matrix_fp32acc", "fp16_matrix_fp32acc", "fp32", "fp64"};
-
 std::string normalize(std::string_view s) {
   std::string out;
   out.reserve(s.size());
