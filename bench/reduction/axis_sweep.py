@@ -43,7 +43,7 @@ def main():
     print(f"# reduce along the last axis on {torch.cuda.get_device_name()}, PyTorch {torch.__version__}; "
           f"copy roofline {copy:.0f} GB/s; median of {args.reps}\n")
     print("| op | type | rows x cols | torch us | pk (plan) us | " + " | ".join(CANDIDATES) +
-          " | best/torch GB/s | pk/torch |")
+          " | best/torch GB/s | torch/pk |")
     print("|---" * (7 + len(CANDIDATES)) + "|")
     for op in args.ops.split(","):
         tf = {"sum": lambda x: torch.sum(x, dim=-1), "max": lambda x: torch.amax(x, dim=-1)}[op]

@@ -2,7 +2,7 @@
 # tools/setup/check.sh [--install] [GROUP...]
 # The one owner of pk's package list (tools/setup/debian-packages.txt): checks that every program, header
 # and library of the named groups (default: every group) is present and names the package of a missing
-# one. Groups: core (required: the host build and the tests), python, interfaces, hip (optional parts).
+# one. Groups: core (required: the host build and the tests), python, interfaces, hip, sanitize (optional).
 #
 # --install: installs the missing packages of the named groups first (apt-get; Debian 12 or Ubuntu 24.04).
 #   As root it runs apt-get; otherwise through `sudo -n` when that works without a password; otherwise
@@ -45,8 +45,8 @@ while IFS= read -r line; do
 done < "$list"
 
 # py: items are checked with the interpreter Debian's packages install into (/usr/bin/python3), not a
-# python3 that comes first on PATH (pyenv, a venv): python3-numpy cannot serve those. The build picks its
-# interpreter the same way round (interfaces/python/CMakeLists.txt).
+# python3 that comes first on PATH (pyenv, a venv): python3-numpy cannot serve those. The build uses the
+# python3 on PATH when it has NumPy and its headers, else this one (interfaces/python/CMakeLists.txt).
 debian_python=/usr/bin/python3
 [[ -x $debian_python ]] || debian_python=python3
 present() {

@@ -92,13 +92,14 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // tile takes a part of the sum plus a fixed cost (barrier hand-offs, issue latency, the epilogue spread
 // over the tiles), which is what makes the larger tile win at head_dim 64. Fitted to the H200
 // (bench/results/pk-bench-h200-2026-12-01.md, d64 seqlen 4k batch 4, time / (waves x key tiles per block)):
-// 128x128 1.35 us per tile (model sum 0.72 + 0.60), 192x128 1.76 us (1.08 + 0.90): 0.70 x sum + 0.43 us.
-// The same rule gives 1.86 us for d128 128x128 (measured 1.6-1.9, bench/results/attention-h200-2026-11-30-ws.md
-// and the 12-01 run) and ranks 128x80 ahead of 128x64 at d256 as measured there.
+// 128x128 1.35 us per tile (model sum 0.72 + 0.60), 192x128 1.76 us (1.08 + 0.90): through both points,
+// 0.62 x sum + 0.53 us. The same rule gives 1.80 us for d128 128x128 (measured 1.6-1.9,
+// bench/results/attention-h200-2026-11-30-ws.md and the 12-01 run) and ranks 128x80 ahead of 128x64 at d256
+// as measured there.
 constexpr double wgmma_share = 0.78;
 constexpr double exp_per_clock_per_sm = 16;
-constexpr double ws_sum_share = 0.70;
-constexpr double ws_tile_overhead_us = 0.43;
+constexpr double ws_sum_share = 0.62;
+constexpr double ws_tile_overhead_us = 0.53;
 // Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
 // __launch_bounds__(threads, 1) sets): the SM's 64 K registers over the block, in units of 8.
 int ws_launch_regs(const archdb::device_desc& d, int threads) {
@@ -430,6 +431,17 @@ status attention_forward(const stream& s, const attention_args& args) {
     pr.seqlen_q = a.q.shape[1];
     pr.seqlen_k = a.k.shape[1];
   }
+  // After the other checks (a call with several faults names those first), before the early return for
+  // problems with nothing to compute: an overlapping non-empty output is refused either way.
+  {
+    using attention::views::range_of;
+    const std::int64_t lse_bytes = a.q.shape[0] * hq * a.q.shape[1] * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t cu_bytes = varlen ? (std::int64_t{a.varlen_batch} + 1) * 4 : 0;
+    PK_TRY(attention::views::check_disjoint(
+        "attention_forward", {{"out", range_of(a.out), &a.out}, {"lse", range_of(a.lse, lse_bytes)}},
+        {{"q", range_of(a.q), &a.q}, {"k", range_of(a.k), &a.k}, {"v", range_of(a.v), &a.v},
+         {"cu_seqlens_q", range_of(a.cu_seqlens_q, cu_bytes)}, {"cu_seqlens_k", range_of(a.cu_seqlens_k, cu_bytes)}}));
+  }
   if (pr.batch == 0 || pr.seqlen_q == 0 || hq == 0) return {};  // nothing to compute
   // One plan per device and exact problem (archdb::cached_plan), with the tuning cache's winner for the
   // problem's bucket when `pk tune attention` or PK_TUNING=tune stored one; a forced policy by the one rule
@@ -441,13 +453,6 @@ status attention_forward(const stream& s, const attention_args& args) {
       s.device(), "attention", key, bucket, [&] { return attention::plan(s.device(), pr).choice; });
   int index = 0;
   PK_TRY(archdb::select_policy(*pl, a.policy, "attention_forward", index));
-  // Last of the checks, so that a call with several faults names the others first.
-  {
-    using attention::views::range_of;
-    const std::int64_t lse_bytes = a.q.shape[0] * hq * a.q.shape[1] * static_cast<std::int64_t>(sizeof(float));
-    PK_TRY(attention::views::check_disjoint("attention_forward", {{"out", range_of(a.out)}, {"lse", range_of(a.lse, lse_bytes)}},
-                                            {{"q", range_of(a.q)}, {"k", range_of(a.k)}, {"v", range_of(a.v)}}));
-  }
   attention::fwd_call c;
   c.grid_y = static_cast<unsigned>(pr.heads_q);
   c.grid_z = static_cast<unsigned>(pr.batch);

@@ -96,25 +96,63 @@ inline byte_range range_of(const void* p, std::int64_t bytes) {
   return {b, b + static_cast<std::uintptr_t>(bytes)};
 }
 
-//! What a call writes must not share memory with what it reads or with another output: the kernels read
-//! inputs while other blocks write outputs, so an overlap is a race, not an in-place operation. The rule is
-//! on the address ranges (first to last element), so two views interleaved in one buffer are refused too.
-inline status check_disjoint(std::string_view fn, const char* written, byte_range w, const char* other, byte_range o) {
-  if (w.begin == w.end || o.begin == o.end || w.end <= o.begin || o.end <= w.begin) return {};
-  return bad(fn, std::string(written) + ": its memory overlaps " + other + "'s (an output must not share any byte, "
-                 "first to last element, with an input or another output)");
+//! Whether two views of the same dtype, shape and strides, `delta` elements apart, share an element:
+//! whether delta = sum_d i_d * stride[d] with |i_d| < shape[d]. Exact when, taken by decreasing stride,
+//! each stride exceeds the span of the faster dimensions (then at most two digits fit each dimension);
+//! otherwise it answers true (shared, the safe side).
+inline bool same_geometry_views_share(const tensor_view& t, std::int64_t delta) {
+  int dims[tensor_view::max_rank];
+  int n = 0;
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] > 1) dims[n++] = i;
+  std::sort(dims, dims + n, [&](int x, int y) { return t.stride[x] > t.stride[y]; });
+  std::int64_t rest[tensor_view::max_rank + 1] = {};  // rest[k]: span - 1 of dims[k..n)
+  for (int k = n - 1; k >= 0; --k) {
+    rest[k] = rest[k + 1] + (t.shape[dims[k]] - 1) * t.stride[dims[k]];
+    if (t.stride[dims[k]] <= rest[k + 1]) return true;
+  }
+  auto search = [&](auto&& self, int k, std::int64_t r) -> bool {
+    if (k == n) return r == 0;
+    const std::int64_t S = t.stride[dims[k]], m = t.shape[dims[k]] - 1;
+    const std::int64_t lo = r >= 0 ? r / S : -((-r + S - 1) / S);  // floor(r / S)
+    for (std::int64_t i = lo; i <= lo + 1; ++i)
+      if (i >= -m && i <= m) {
+        const std::int64_t left = r - i * S;
+        if (left >= -rest[k + 1] && left <= rest[k + 1] && self(self, k + 1, left)) return true;
+      }
+    return false;
+  };
+  return search(search, 0, delta);
 }
 
+//! What a call writes must not share memory with what it reads or with another output: the kernels read
+//! inputs while other blocks write outputs, so an overlap is a race, not an in-place operation. The rule is
+//! on the address ranges (first to last element); where two ranges meet and both are views of one dtype,
+//! shape and strides (K and V caches interleaved in one buffer, say), on their elements exactly.
 struct named_range {
   const char* name;
   byte_range r;
+  const tensor_view* view = nullptr;
 };
+inline status check_disjoint(std::string_view fn, const named_range& w, const named_range& o) {
+  if (w.r.begin == w.r.end || o.r.begin == o.r.end || w.r.end <= o.r.begin || o.r.end <= w.r.begin) return {};
+  if (w.view != nullptr && o.view != nullptr && w.view->type == o.view->type && w.view->rank == o.view->rank &&
+      std::equal(w.view->shape, w.view->shape + w.view->rank, o.view->shape) &&
+      std::equal(w.view->stride, w.view->stride + w.view->rank, o.view->stride)) {
+    const std::int64_t eb = size_of(w.view->type);
+    const std::int64_t delta = static_cast<std::int64_t>(o.r.begin - w.r.begin);  // |delta| < the ranges' size
+    if (delta % eb == 0 && !same_geometry_views_share(*w.view, delta / eb)) return {};
+  }
+  return bad(fn, std::string(w.name) + ": its memory overlaps " + o.name + "'s (an output must not share any byte "
+                 "with an input or another output)");
+}
+
 //! Every output against every input and every other output (check_disjoint).
 inline status check_disjoint(std::string_view fn, std::initializer_list<named_range> written,
                              std::initializer_list<named_range> read) {
   for (auto w = written.begin(); w != written.end(); ++w) {
-    for (auto o = w + 1; o != written.end(); ++o) PK_TRY(check_disjoint(fn, w->name, w->r, o->name, o->r));
-    for (const named_range& o : read) PK_TRY(check_disjoint(fn, w->name, w->r, o.name, o.r));
+    for (auto o = w + 1; o != written.end(); ++o) PK_TRY(check_disjoint(fn, *w, *o));
+    for (const named_range& o : read) PK_TRY(check_disjoint(fn, *w, o));
   }
   return {};
 }

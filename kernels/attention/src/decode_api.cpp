@@ -340,10 +340,12 @@ status attention_decode(const stream& s, const decode_args& a) {
   {
     using attention::views::range_of;
     const std::int64_t lse_bytes = batch * hq * sq * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t scale_bytes = std::int64_t{l.heads_kv} * static_cast<std::int64_t>(sizeof(float));
     PK_TRY(attention::views::check_disjoint(
-        fn, {{"out", range_of(a.out)}, {"lse", range_of(a.lse, lse_bytes)}, {"error", range_of(a.error, sizeof(std::int32_t))}},
-        {{"q", range_of(a.q)}, {"cache.k", range_of(a.cache.k)}, {"cache.v", range_of(a.cache.v)},
-         {"cache.block_table", range_of(a.cache.block_table)}, {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)}}));
+        fn, {{"out", range_of(a.out), &a.out}, {"lse", range_of(a.lse, lse_bytes)}, {"error", range_of(a.error, sizeof(std::int32_t))}},
+        {{"q", range_of(a.q), &a.q}, {"cache.k", range_of(a.cache.k), &a.cache.k}, {"cache.v", range_of(a.cache.v), &a.cache.v},
+         {"cache.block_table", range_of(a.cache.block_table)}, {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)},
+         {"cache.k_scale", range_of(a.cache.k_scale, scale_bytes)}, {"cache.v_scale", range_of(a.cache.v_scale, scale_bytes)}}));
   }
   if (batch == 0 || sq == 0 || hq == 0) return {};  // nothing to compute
   if (s.backend() == backend_kind::host) PK_TRY(check_slots_on_host(fn, a.cache, l, static_cast<int>(batch), 0));
@@ -449,10 +451,13 @@ status kv_cache_append(const stream& s, const kv_append_args& a) {
   if (reinterpret_cast<std::uintptr_t>(a.error) % alignof(std::int32_t) != 0) return bad_append("error: must be 4-byte aligned");
   {
     using attention::views::range_of;
+    const std::int64_t scale_bytes = std::int64_t{l.heads_kv} * static_cast<std::int64_t>(sizeof(float));
     PK_TRY(attention::views::check_disjoint(
-        af, {{"cache.k", range_of(a.cache.k)}, {"cache.v", range_of(a.cache.v)}, {"error", range_of(a.error, sizeof(std::int32_t))}},
-        {{"k_new", range_of(a.k_new)}, {"v_new", range_of(a.v_new)}, {"cache.block_table", range_of(a.cache.block_table)},
-         {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)}}));
+        af, {{"cache.k", range_of(a.cache.k), &a.cache.k}, {"cache.v", range_of(a.cache.v), &a.cache.v},
+             {"error", range_of(a.error, sizeof(std::int32_t))}},
+        {{"k_new", range_of(a.k_new), &a.k_new}, {"v_new", range_of(a.v_new), &a.v_new},
+         {"cache.block_table", range_of(a.cache.block_table)}, {"cache.seqlens", range_of(a.cache.seqlens, batch * 4)},
+         {"cache.k_scale", range_of(a.cache.k_scale, scale_bytes)}, {"cache.v_scale", range_of(a.cache.v_scale, scale_bytes)}}));
   }
   if (batch == 0 || nt == 0 || l.heads_kv == 0) return {};
   if (s.backend() == backend_kind::host) PK_TRY(check_slots_on_host(af, a.cache, l, static_cast<int>(batch), static_cast<int>(nt)));

@@ -33,9 +33,9 @@ constexpr std::size_t max_accum_bytes = 32;
 // Memory latency under load assumed by the cost models (HBM round trip: ~0.6-0.8 us on A100/H100/MI300
 // class devices); it bounds a group's serial chain of dependent load rounds.
 constexpr double load_round_us = 0.8;
-// Fixed cost of one wave of per-segment blocks and pass (block start, the group reduction's barriers,
-// the tail of the slowest block): an initial estimate; on the H200 bench a block per 1024-element f32
-// row (32 waves) ran 4x slower than a warp per row (4 waves) at equal bytes.
+// Fixed cost of one wave of row-operation blocks and pass (block start, the group reduction's barriers,
+// the tail of the slowest block): an initial estimate for plan_rows; the segment kernels have their own,
+// fitted one (segment_wave_overhead_us).
 constexpr double wave_overhead_us = 1.0;
 
 archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
@@ -128,9 +128,9 @@ constexpr int segment_regs_per_thread = 64;
 // Fixed cost of one wave of per-segment blocks (launch, the group reduction, the store, retirement)
 // fitted to the H200 (bench/results/reduction-axis-h200-2026-12-01.md: reduce along the last axis, 12 shapes
 // x 3 candidates, bf16 and f32, 256-262144 columns): a warp per 1024-element row ran 40 us in 8 waves, 5 us
-// a wave where its one load round is 0.8. With this cost and the load chain at load_round_us, the model picks
-// the measured fastest candidate on all 12 shapes (the earlier 1 us picked a slower one on 5 of them, by up
-// to 1.67x).
+// a wave where its one load round is 0.8. With this cost, the registers above and bytes in flight in place
+// of busy thread slots, the model picks the measured fastest candidate on all 12 shapes (the earlier model:
+// 32 registers, 1 us a wave, busy slots, picked a slower one on 5 of them, by up to 1.67x).
 constexpr double segment_wave_overhead_us = 5.0;
 
 archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segments, double avg_len, int elem_bytes,

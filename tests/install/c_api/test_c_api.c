@@ -46,7 +46,7 @@ static pk_stream_t host_stream_or_skip(const char* device, const char* what) {
   pk_stream_t s = NULL;
   const pk_status st = pk_stream_create_host(device, &s);
   if (st == PK_ERROR_UNSUPPORTED && strstr(pk_last_error_message(), "leaves out") != NULL) {
-    printf("skipped: %s on %s: %s\n", what, device, pk_last_error_message());
+    printf("skipped: %s on %s: %s\n", what, device ? device : "default", pk_last_error_message());
     return NULL;
   }
   CHECK(st == PK_SUCCESS);

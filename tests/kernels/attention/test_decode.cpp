@@ -731,6 +731,29 @@ TEST_P(AttentionDecode, BadArgumentsNameTheRule) {
     EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
     EXPECT_NE(st.message().find("cache.k: its memory overlaps k_new's"), std::string::npos) << st.message();
   }
+  {
+    // K and V interleaved page by page in one buffer ([pages, 2, page_size, heads_kv, d]): their address
+    // ranges meet but no element is shared, so appending to them is valid; V at K's own address is not.
+    const std::size_t page_elems = static_cast<std::size_t>(cd.stride[0]);
+    device_buffer<std::uint16_t> both, kn;
+    ASSERT_TRUE(both.allocate(s, 2 * page_elems * static_cast<std::size_t>(cd.num_pages)));
+    ASSERT_TRUE(both.upload(std::vector<std::uint16_t>(2 * page_elems * static_cast<std::size_t>(cd.num_pages), to_bits(c.type, 0.0f))));
+    const std::size_t kn_elems = static_cast<std::size_t>(2 * c.heads_kv * c.d);
+    ASSERT_TRUE(kn.allocate(s, kn_elems) && kn.upload(std::vector<std::uint16_t>(kn_elems, to_bits(c.type, 0.5f))));
+    kv_append_args ap;
+    ap.cache = kc;
+    ap.cache.k.data = both.data();
+    ap.cache.k.stride[0] = 2 * cd.stride[0];
+    ap.cache.v = ap.cache.k;
+    ap.cache.v.data = both.data() + page_elems;
+    ap.k_new = ap.v_new = contiguous(kn.data(), c.type, {2, 1, std::int64_t{c.heads_kv}, std::int64_t{c.d}});
+    const status ok = kv_cache_append(s, ap);
+    EXPECT_TRUE(ok) << ok.to_string();
+    ap.cache.v.data = ap.cache.k.data;
+    const status st = kv_cache_append(s, ap);
+    EXPECT_EQ(st.code(), errc::invalid_argument) << st.to_string();
+    EXPECT_NE(st.message().find("cache.k: its memory overlaps cache.v's"), std::string::npos) << st.message();
+  }
   if (s.backend() == backend_kind::host) {
     // The emulator reads the lengths and the table: a page outside the cache and a length past the capacity.
     std::vector<std::int32_t> table = cd.table;

@@ -215,7 +215,8 @@ pk_status pk_row_mean_var(pk_stream_t stream, const pk_tensor* x, const pk_tenso
  * rank 3 [tokens, heads, head_dim], which is rank 4 with batch 1. The last dimension contiguous, other
  * strides free (non-negative multiples of 8 elements; a dimension of extent 1 may have any stride); data
  * 16-byte aligned. dtypes bf16, f16 (out has q's dtype); head_dim 32, 64, 96, 128, 192, 256; heads_kv
- * divides heads_q; batch, heads_q <= 65535; out's elements distinct and not overlapping q, k, v.
+ * divides heads_q; batch, heads_q <= 65535; out's elements distinct; out and lse share no byte with q, k,
+ * v, cu_seqlens or each other (checked).
  * Variable-length batches: packed tokens (rank 3 [total, heads, head_dim] or rank 4 with batch 1) plus
  * cu_seqlens_q/k (varlen_batch + 1 non-decreasing int32, device memory; sequence b is tokens
  * [cu[b], cu[b+1])) and max_seqlen_q/k (>= every sequence's length; checked on the emulator only).
@@ -248,7 +249,7 @@ pk_status pk_attention_forward(pk_stream_t stream, const pk_attention_args* args
  * whose argument rules are these).
  *  - q, out: [batch, seqlen_q, heads_q, head_dim], rank 4, seqlen_q 1..16; the last dimension contiguous,
  *    the others non-negative multiples of 8 elements, data 16-byte aligned; dtypes bf16 or f16 (out has q's
- *    dtype); head_dim 64, 128 or 256; out's elements distinct.
+ *    dtype); head_dim 64, 128 or 256; out's elements distinct; outputs share no byte with inputs (decode.hpp).
  *  - The cache, paged: k and v [num_pages, page_size, heads_kv, head_dim] (rank 4) with block_table
  *    [batch, max_pages_per_seq] (PK_DTYPE_I32, rank 2, device memory, any row stride, strides[1] == 1):
  *    token t of sequence b is row t % page_size of page block_table[b][t / page_size]. page_size a power

@@ -12,6 +12,9 @@
 //    nothing and succeeds, as an empty batch does); the last
 //    dimension contiguous, the others non-negative multiples of 8 elements, data 16-byte aligned; dtypes bf16
 //    or f16 (out has q's dtype); head_dim 64, 128 or 256 (decode_head_dims); out's elements distinct.
+//  - What a call writes (decode: out, lse, error; kv_cache_append: cache.k, cache.v, error) shares no byte
+//    with what it reads or another output (checked: on address ranges, and element by element for views of
+//    one shape and strides, so K and V interleaved page by page in one buffer are fine).
 //  - The cache, paged: k and v [num_pages, page_size, heads_kv, head_dim] with block_table [batch,
 //    max_pages_per_seq] int32 (device memory, any row stride, last stride 1): token t of sequence b is row
 //    t % page_size of page block_table[b][t / page_size]. page_size a power of two from 1 to 256 (others:
