@@ -21,7 +21,9 @@ fi
 say "configure (cmake --preset host)"
 cmake --preset host >/dev/null
 targets=(pk)
-ninja -C build/host -t targets all 2>/dev/null | grep -q '^pk_python:' && targets+=(pk_python)
+# (The target list is read whole first: `ninja ... | grep -q` under pipefail fails when grep stops early.)
+all_targets=$(ninja -C build/host -t targets all 2>/dev/null || true)
+grep -q '^pk_python:' <<< "$all_targets" && targets+=(pk_python)
 say "build: ${targets[*]} (the tests come with the second command, cmake --workflow --preset host)"
 cmake --build --preset host --target "${targets[@]}"
 if [[ " ${targets[*]} " == *" pk_python "* ]]; then
