@@ -54,6 +54,26 @@ double busy_fraction(const archdb::device_desc& d, std::int64_t threads) {
   return std::min(1.0, static_cast<double>(threads) / std::max(1.0, 0.5 * d.max_threads_per_sm * d.sm_count));
 }
 
+// What the per-group kernels (rows, segments) keep in flight: `items` groups of work over `resident_groups`
+// group slots, each with `group_bytes` of loads outstanding, against the bytes an SM needs in flight to
+// stream at the device's bandwidth (Little's law over the loaded memory latency).
+struct flight_estimate {
+  double groups_per_sm;  //!< groups active on an SM at once
+  double per_sm;         //!< bytes in flight per SM (at least 1)
+  double needed;         //!< bytes in flight per SM that stream at full bandwidth
+  double factor;         //!< the share of the bandwidth reached: min(1, per_sm / needed)
+};
+flight_estimate in_flight(const archdb::device_desc& d, std::int64_t items, std::int64_t resident_groups,
+                          double group_bytes) {
+  flight_estimate f;
+  const int sms = std::max(1, d.sm_count);
+  f.groups_per_sm = std::min<double>(static_cast<double>(items), static_cast<double>(resident_groups)) / sms;
+  f.per_sm = std::max(1.0, f.groups_per_sm * group_bytes);
+  f.needed = d.mem_bw_gbps * 1e3 / sms * load_round_us;
+  f.factor = std::min(1.0, f.per_sm / f.needed);
+  return f;
+}
+
 }  // namespace
 
 archdb::plan plan_reduce(const archdb::device_desc& device, std::int64_t n, int elem_bytes) {
@@ -145,9 +165,6 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     cands.push_back(c);
   }
   const int vec = std::max(1, 16 / elem_bytes);
-  // Bytes in flight an SM needs to stream at the device's bandwidth (Little's law over the loaded memory
-  // latency), as plan_rows.
-  const double needed_in_flight = device.mem_bw_gbps * 1e3 / std::max(1, device.sm_count) * load_round_us;
   const double seg_bytes = avg_len * elem_bytes;
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const segment_policy& p = segment_candidates[static_cast<std::size_t>(&c - cands.data())];
@@ -157,17 +174,14 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     const std::int64_t waves = (blocks + resident - 1) / resident;
     // Each resident group has one round of U vectors per thread in flight, or its whole (shorter) segment.
     const double round_bytes = static_cast<double>(p.group_threads) * p.unroll * 16;
-    const double active_groups = std::min<double>(static_cast<double>(segments),
-                                                  static_cast<double>(resident * per_block)) / std::max(1, device.sm_count);
-    const double flight = std::max(1.0, active_groups * std::min(std::max(seg_bytes, 1.0), round_bytes));
-    const double flight_factor = std::min(1.0, flight / needed_in_flight);
-    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / flight_factor;
+    const flight_estimate f = in_flight(device, segments, resident * per_block, std::min(std::max(seg_bytes, 1.0), round_bytes));
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
     // A group's chain of dependent load rounds (U vectors in flight each) and the fixed cost, per wave.
     const double rounds = std::ceil(avg_len / (static_cast<double>(p.group_threads) * vec));
     const double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
-        << static_cast<int>(flight / 1024) << " KB in flight per SM of " << static_cast<int>(needed_in_flight / 1024)
+        << static_cast<int>(f.per_sm / 1024) << " KB in flight per SM of " << static_cast<int>(f.needed / 1024)
         << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us";
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
@@ -203,9 +217,6 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
                       " = " + std::to_string(cap) + " elements of " + std::to_string(elem_bytes) + " bytes)";
     cands.push_back(c);
   }
-  // Bytes in flight an SM needs to stream at the device's bandwidth (Little's law over the loaded
-  // memory latency).
-  const double needed_in_flight = device.mem_bw_gbps * 1e3 / std::max(1, device.sm_count) * load_round_us;
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const row_policy& p = row_candidates[static_cast<std::size_t>(&c - cands.data())];
     const std::int64_t per_block = p.block_threads / p.group_threads;
@@ -215,26 +226,23 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     const double round_bytes = static_cast<double>(p.group_threads) * row_vectors(p, elem_bytes) * 16;
     // Bytes each resident group has in flight: the whole row on chip; one round of U vectors streaming.
     const double group_flight = on_chip(p) ? row_bytes : std::min(row_bytes, round_bytes);
-    const double active_groups = std::min<double>(static_cast<double>(rows),
-                                                  static_cast<double>(resident * per_block)) / device.sm_count;
-    const double flight = std::max(1.0, active_groups * group_flight);
-    const double flight_factor = std::min(1.0, flight / needed_in_flight);
+    const flight_estimate f = in_flight(device, rows, resident * per_block, group_flight);
     // DRAM bytes: read once (and written once) on chip; streaming reads the row a second time for the
     // output, from L2 while the rows in flight fit half of it (the other half for the writes), from
     // DRAM for the part that does not.
     const double passes = on_chip(p) || !writes ? 1 : 2;
-    const double footprint = active_groups * device.sm_count * row_bytes;
+    const double footprint = f.groups_per_sm * device.sm_count * row_bytes;
     const double l2_half = static_cast<double>(device.l2_bytes) / 2;
     const double reread = passes > 1 && footprint > l2_half ? (footprint - l2_half) / footprint : 0.0;
     const double bytes = total_bytes * (1 + reread + (writes ? 1 : 0));
-    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / flight_factor;
+    const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
     // A group's chain per wave: its dependent load rounds per pass (one on chip: every load at once) and
     // a fixed cost per wave of blocks (start, the group reductions, the slowest block).
     const double rounds = on_chip(p) ? 1.0 : std::ceil(row_bytes / round_bytes);
     const double chain_us = static_cast<double>(waves) * (passes * rounds * load_round_us + wave_overhead_us);
     std::ostringstream why;
-    why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(flight / 1024)
-        << " KB in flight per SM (" << static_cast<int>(needed_in_flight / 1024) << " KB streams at full bandwidth), "
+    why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(f.per_sm / 1024)
+        << " KB in flight per SM (" << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
         << (on_chip(p) ? "row held on chip, read once"
             : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
                        : std::string("row read once"))
