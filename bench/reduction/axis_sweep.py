@@ -11,23 +11,10 @@ import argparse
 import torch
 
 import pk
+from torch_bench import time_us  # the same timer as the reduction anchors (bench/reduction/torch_bench.py)
 
 CANDIDATES = ["seg_b256_g256_u4", "seg_b256_g32_u4", "seg_b1024_g1024_u4"]
 SHAPES = [(131072, 256), (32768, 1024), (8192, 4096), (2048, 16384), (512, 65536), (128, 262144)]
-
-
-def time_us(f, reps):
-    for _ in range(5):
-        f()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        start[i].record()
-        f()
-        end[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(start, end))
-    return t[len(t) // 2]
 
 
 def main():

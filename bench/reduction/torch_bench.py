@@ -20,12 +20,14 @@ REPS = 10 if "--quick" in sys.argv else 30
 WARMUP = 5
 
 
-def time_us(f):
+def time_us(f, reps=None):
+    """Median of `reps` (default REPS) CUDA-event-timed calls of f after WARMUP untimed ones, in us."""
+    reps = reps or REPS
     for _ in range(WARMUP):
         f()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
-    for i in range(REPS):
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
         start[i].record()
         f()
         end[i].record()
