@@ -235,10 +235,10 @@ void forward(FuzzedDataProvider& f, pk_stream_t s) {
   }
   const std::int64_t rows_b = rank3 ? 1 : batch;
   std::unique_ptr<buffer> lse;
-  std::int64_t lse_rows = 0;
-  if (f.ConsumeBool() && hq >= 0 && sq >= 0 && rows_b >= 0 && !__builtin_mul_overflow(rows_b * hq, sq, &lse_rows) &&
-      rows_b <= max_batch && lse_rows <= 65536) {
-    lse = std::make_unique<buffer>(static_cast<std::size_t>(rows_b * hq * sq) * sizeof(float));
+  std::int64_t lse_heads = 0, lse_rows = 0;  // both products checked: rows_b * hq alone can overflow
+  if (f.ConsumeBool() && hq >= 0 && sq >= 0 && rows_b >= 0 && !__builtin_mul_overflow(rows_b, hq, &lse_heads) &&
+      !__builtin_mul_overflow(lse_heads, sq, &lse_rows) && rows_b <= max_batch && lse_rows <= 65536) {
+    lse = std::make_unique<buffer>(static_cast<std::size_t>(lse_rows) * sizeof(float));
     lse->snapshot();
     a.lse = reinterpret_cast<float*>(lse->p);
   }
