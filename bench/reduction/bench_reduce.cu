@@ -233,34 +233,92 @@ void device_reduce_tables(pk::stream& s, bool quick) {
   CK(cudaFree(cub_tmp));
 }
 
+// Segment lengths of the segmented table: uniform ones, then power-law ones (Pareto with exponent 1.2
+// from 64 elements, capped at 2^20, fixed seed), each filling `total` elements.
+std::vector<std::int64_t> segment_offsets(std::int64_t total, std::int64_t uniform_len) {
+  std::vector<std::int64_t> h{0};
+  if (uniform_len > 0) {
+    for (std::int64_t i = 1; i * uniform_len <= total; ++i) h.push_back(i * uniform_len);
+    return h;
+  }
+  unsigned long long z = 0x9e3779b97f4a7c15ull;
+  while (h.back() < total) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>((z >> 11) + 1) / 9007199254740993.0;  // (0, 1]
+    const std::int64_t len = std::min<std::int64_t>(std::int64_t{1} << 20, static_cast<std::int64_t>(64.0 * std::pow(u, -1.0 / 1.2)));
+    h.push_back(std::min(total, h.back() + len));
+  }
+  return h;
+}
+
 void segmented_table(pk::stream& s) {
   using pk::reduction::dtype;
   const std::int64_t total = std::int64_t{1} << 26;
   void *in, *out, *cub_tmp;
   std::int64_t* off;
   CK(cudaMalloc(&in, total * 4));
-  CK(cudaMalloc(&out, (total / 256 + 1) * 8));
-  CK(cudaMalloc(&off, (total / 256 + 1) * 8));
-  fill(in, total, dtype::f32, 17);
+  CK(cudaMalloc(&out, (total / 64 + 1) * 8));
+  CK(cudaMalloc(&off, (total / 64 + 2) * 8));
+  // Multiples of 1/16 in [-1/2, 1/2] without 0: every partial sum of at most 2^20 of them is a multiple of
+  // 2^-4 below 2^19, exact in fp32, so every summation order gives the double sum exactly.
+  std::vector<float> hin(static_cast<std::size_t>(total));
+  unsigned long long z = 17;
+  for (float& v : hin) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    const int k = static_cast<int>((z >> 33) % 16) - 8;
+    v = static_cast<float>(k >= 0 ? k + 1 : k) / 16.0f;
+  }
+  CK(cudaMemcpy(in, hin.data(), total * 4, cudaMemcpyHostToDevice));
   std::size_t tb = 1 << 24;
   CK(cudaMalloc(&cub_tmp, tb));
   std::printf("## Segmented sum, f32, 2^26 elements (pk::segmented_reduce vs CUB DeviceSegmentedReduce::Sum)\n\n");
-  std::printf("| segment length | segments | pk us | CUB us | CUB/pk | pk GB/s | %% of copy |\n|---|---|---|---|---|---|---|\n");
-  for (std::int64_t len : {256, 4096, 65536, 1 << 20}) {
-    const std::int64_t segs = total / len;
-    std::vector<std::int64_t> h(segs + 1);
-    for (std::int64_t i = 0; i <= segs; ++i) h[i] = i * len;
+  std::printf("Every candidate forced by name as well (planned / best: the plan's time over the fastest one's); "
+              "inputs are multiples of 1/16 whose sums are exact in fp32, so every result must equal the host's double "
+              "sum.\n\n");
+  std::printf("| segment lengths | segments | pk us | CUB us | CUB/pk | pk GB/s | %% of copy | plan | planned / best | candidates (us) |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  for (std::int64_t len : {std::int64_t{64}, std::int64_t{256}, std::int64_t{4096}, std::int64_t{65536}, std::int64_t{1} << 20, std::int64_t{0}}) {
+    const std::vector<std::int64_t> h = segment_offsets(total, len);
+    const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
     CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    const pk::archdb::plan plan = pk::reduction::plan_segmented_reduce(s.device(), segs, pk::reduction::segmented_assumed_len, 4);
+    const auto check = [&](const char* who) {
+      std::vector<float> got(static_cast<std::size_t>(segs));
+      CK(cudaMemcpy(got.data(), out, segs * 4, cudaMemcpyDeviceToHost));
+      for (std::int64_t i = 0; i < segs; ++i) {
+        double want = 0;
+        for (std::int64_t j = h[i]; j < h[i + 1]; ++j) want += hin[static_cast<std::size_t>(j)];
+        if (static_cast<double>(got[i]) != want) {
+          std::fprintf(stderr, "segmented sum (%s): segment %lld: got %g want %g\n", who, static_cast<long long>(i), got[i], want);
+          std::exit(1);
+        }
+      }
+    };
     const double pk_us =
         time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out)); });
+    check("plan");
+    std::string cands;
+    double best = pk_us;
+    for (const auto& c : plan.all) {
+      pk::reduce_options o;
+      o.policy = c.name.c_str();
+      const double us = time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out, o)); });
+      check(c.name.c_str());
+      best = std::min(best, us);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s %.1f", cands.empty() ? "" : ", ", c.name.c_str(), us);
+      cands += buf;
+    }
     std::size_t b = tb;
     const double cub_us = time_us([&] {
       CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out),
                                          static_cast<int>(segs), off, off + 1));
     });
     const double gbps = total * 4.0 / pk_us / 1e3;
-    std::printf("| %lld | %lld | %.1f | %.1f | %.2fx | %.0f | %.0f%% |\n", static_cast<long long>(len),
-                static_cast<long long>(segs), pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps);
+    const std::string what = len > 0 ? std::to_string(len) : std::string("power-law (64 .. 2^20, exponent 1.2)");
+    std::printf("| %s | %lld | %.1f | %.1f | %.2fx | %.0f | %.0f%% | %s | %.2f | %s |\n", what.c_str(),
+                static_cast<long long>(segs), pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps,
+                plan.name.c_str(), pk_us / best, cands.c_str());
   }
   std::printf("\n");
   CK(cudaFree(in));
@@ -376,6 +434,7 @@ void rows_table(pk::stream& s, bool quick) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool only_segmented = argc > 1 && std::strcmp(argv[1], "--segmented") == 0;
   if (quick) reps = 10;
   pk::stream s;
   PK(pk::stream::cuda(nullptr, 0, s));
@@ -384,6 +443,10 @@ int main(int argc, char** argv) {
   const pk::archdb::plan p = pk::reduction::plan_reduce(s.device(), std::int64_t{1} << 28, 4);
   std::printf("plan_reduce(2^28 f32): %s\n\n", p.why.c_str());
   measure_copy();
+  if (only_segmented) {
+    segmented_table(s);
+    return 0;
+  }
   device_reduce_tables(s, quick);
   segmented_table(s);
   rows_table(s, quick);

@@ -137,6 +137,21 @@ class reduce_family final : public family {
         e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));
       }
+      // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, T, ...>, the first
+      // candidates of plan_segmented_reduce.
+      const archdb::plan pv = reduction::plan_segmented_reduce(*dev, 1, 1, bytes);
+      for (std::size_t i = 0; i < pv.all.size() && i < reduction::split_candidates.size(); ++i) {
+        const reduction::split_policy& pol = reduction::split_candidates[i];
+        manifest_entry e;
+        e.family = "reduce";
+        e.candidate = pv.all[i].name;
+        e.instance = pv.all[i].name + "_" + d.name;
+        e.symbol = "segment_split_kernelILi" + std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.unroll) +
+                   "E" + d.mangled;
+        e.planned = pv.all[i].res;
+        e.declares_spills = declares(e.symbol);
+        out.push_back(std::move(e));
+      }
       const archdb::plan p = reduction::plan_reduce(*dev, 1, bytes);
       for (std::size_t i = 0; i < p.all.size() && i < reduction::reduce_candidates.size(); ++i) {
         const reduction::reduce_policy& pol = reduction::reduce_candidates[i];

@@ -153,9 +153,54 @@ constexpr int segment_regs_per_thread = 64;
 // 32 registers, 1 us a wave, busy slots, picked a slower one on 5 of them, by up to 1.67x).
 constexpr double segment_wave_overhead_us = 5.0;
 
+// The split kernel's registers (ptxas -v, sm_90a, CUDA 13.0, f32): 64-79 at 2 vectors a thread, 71-80 at
+// 4, 89-115 at 8 (argmax the most): mostly the 64-bit positions of the chunk, the tile, the open segment
+// and the window. Prefetching the next tile (twice the vectors) took 100-108 at 4 (2 blocks of 256 per SM)
+// and ran 1.03-1.16x slower on every length of the H200 sweep; capped at 80 or 64 registers it spilled.
+// An estimate below the real count (argmax at 8) launches a partial second wave of blocks (no block waits for
+// another).
+constexpr int split_regs(const split_policy& p) { return 64 + 4 * p.unroll; }
+
+//! The even split's candidates in plan_segmented_reduce: bytes streamed at the bandwidth the resident
+//! tiles in flight reach, after the prologue (the offsets' ends, then the B-ary search for the chunk's
+//! first segment: ceil(log_B(segments + 1)) rounds of one dependent load).
+void add_split_candidates(std::vector<archdb::candidate>& cands, int elem_bytes) {
+  for (const split_policy& p : split_candidates) {
+    archdb::candidate c;
+    c.name = name_of(p);
+    c.res.threads_per_block = p.block_threads;
+    c.res.regs_per_thread = split_regs(p);
+    // The tile, the window of B + 1 offsets, two block reductions' storage (accumulator and count).
+    c.res.static_smem = split_tile_elems(p, static_cast<std::size_t>(elem_bytes)) * elem_bytes +
+                        static_cast<std::int64_t>(p.block_threads + 1) * 8 +
+                        static_cast<std::int64_t>(p.block_threads / min_warp_size + 1) * (max_accum_bytes + 8) + 16;
+    cands.push_back(c);
+  }
+}
+archdb::cost_estimate split_cost(const archdb::device_desc& device, const split_policy& p, const archdb::occupancy_result& occ,
+                                 std::int64_t segments, std::int64_t total, int elem_bytes) {
+  const std::int64_t tile = split_tile_elems(p, static_cast<std::size_t>(elem_bytes));
+  const std::int64_t tiles = std::max<std::int64_t>(1, (total + tile - 1) / tile);
+  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
+  const flight_estimate f = in_flight(device, tiles, resident, static_cast<double>(tile) * elem_bytes);
+  const double bytes = static_cast<double>(total) * elem_bytes + static_cast<double>(segments + 1) * 8 +
+                       static_cast<double>(segments) * elem_bytes;
+  const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
+  const double rounds = 1 + std::ceil(std::log(static_cast<double>(segments) + 1) / std::log(static_cast<double>(p.block_threads)));
+  const double prologue_us = rounds * load_round_us;
+  std::ostringstream why;
+  why << std::min(tiles, resident) << " blocks, " << (tiles + resident - 1) / resident << " tile(s) of " << tile
+      << " elements each, " << static_cast<int>(f.per_sm / 1024) << " KB in flight per SM of "
+      << static_cast<int>(f.needed / 1024) << " KB to stream; independent of the segment lengths: stream "
+      << stream_us << " us + search " << prologue_us << " us";
+  return archdb::cost_estimate{stream_us + prologue_us, why.str()};
+}
+
 archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segments, double avg_len, int elem_bytes,
-                         double bytes) {
+                         double bytes, bool split = false) {
   std::vector<archdb::candidate> cands;
+  if (split) add_split_candidates(cands, elem_bytes);
+  const std::size_t first = cands.size();  // the per-segment candidates follow the split ones
   for (const segment_policy& p : segment_candidates) {
     archdb::candidate c;
     c.name = name_of(p);
@@ -167,7 +212,10 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
   const int vec = std::max(1, 16 / elem_bytes);
   const double seg_bytes = avg_len * elem_bytes;
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
-    const segment_policy& p = segment_candidates[static_cast<std::size_t>(&c - cands.data())];
+    const std::size_t i = static_cast<std::size_t>(&c - cands.data());
+    if (i < first)
+      return split_cost(device, split_candidates[i], occ, segments, static_cast<std::int64_t>(bytes / elem_bytes), elem_bytes);
+    const segment_policy& p = segment_candidates[i - first];
     const std::int64_t per_block = p.block_threads / p.group_threads;
     const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
     const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
@@ -178,11 +226,17 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
     // A group's chain of dependent load rounds (U vectors in flight each) and the fixed cost, per wave.
     const double rounds = std::ceil(avg_len / (static_cast<double>(p.group_threads) * vec));
-    const double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
+    double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
+    // Lengths the host does not see (segmented_reduce): ranked on the worst distribution of the elements,
+    // one segment holding them all, which one group reads alone (H200, power-law lengths: the warp per
+    // segment ran 3x the even split, bench/results/reduction-h200-2026-12-01-split.md).
+    const double worst_rounds = std::ceil(bytes / elem_bytes / (static_cast<double>(p.group_threads) * vec));
+    if (split) chain_us = std::max(chain_us, std::ceil(worst_rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
         << static_cast<int>(f.per_sm / 1024) << " KB in flight per SM of " << static_cast<int>(f.needed / 1024)
-        << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us";
+        << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us"
+        << (split ? " (lengths unknown: one segment of every element)" : "");
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
 }
@@ -192,6 +246,12 @@ archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segm
                             int elem_bytes) {
   const double avg = segments > 0 ? static_cast<double>(total) / static_cast<double>(segments) : 0.0;
   return plan_groups(device, segments, avg, elem_bytes, static_cast<double>(total) * elem_bytes);
+}
+
+archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64_t segments, std::int64_t assumed_len,
+                                   int elem_bytes) {
+  const double total = static_cast<double>(segments) * static_cast<double>(assumed_len);
+  return plan_groups(device, segments, static_cast<double>(assumed_len), elem_bytes, total * elem_bytes, true);
 }
 
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
@@ -495,29 +555,43 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   PK_TRY(reduction::detail::check_aligned("segmented_reduce: in", in, eb));
   PK_TRY(reduction::detail::check_aligned("segmented_reduce: offsets", offsets, static_cast<int>(sizeof(std::int64_t))));
   PK_TRY(reduction::detail::check_aligned("segmented_reduce: out", out, is_arg(op) ? 8 : eb));
-  // The total length is not known on the host (offsets live on the device): plan for segments of a
-  // few thousand elements, the common case of the benchmarks (saturated: only the cost model sees it).
-  constexpr std::int64_t assumed_segment_len = 4096;
-  const std::int64_t assumed_total =
-      segments > INT64_MAX / assumed_segment_len ? INT64_MAX : segments * assumed_segment_len;
+  // The total length is not known on the host (offsets live on the device): the even split does not
+  // depend on it; the per-segment candidates are planned for reduction::segmented_assumed_len.
   const std::int64_t key[] = {segments, eb};
   const auto planned = archdb::cached_plan(s.device(), "segmented_reduce", key, "", [&] {
-    return reduction::plan_segmented(s.device(), segments, assumed_total, eb);
+    return reduction::plan_segmented_reduce(s.device(), segments, reduction::segmented_assumed_len, eb);
   });
   int index = 0;
   PK_TRY(archdb::select_policy(*planned, opt.policy, "segmented_reduce", index));
   const archdb::plan p = archdb::with_choice(*planned, index);
   reduction::reduce_call c;
   c.s = &s;
-  c.kind = reduction::call_kind::segments;
   c.op = static_cast<reduction::op_code>(op);
-  c.policy = p.index;
-  c.grid = reduction::segment_grid(s.device(), p, segments);
   c.in = in;
   c.n = segments;
   c.out = out;
   c.map.offsets = offsets;
   c.type_name = reduction::to_string(type);
+  constexpr int splits = static_cast<int>(reduction::split_candidates.size());
+  if (p.index < splits) {
+    // One block per resident slot; each keeps two accumulators for the pieces of segments that cross
+    // its chunk and a ticket (zero between calls).
+    c.kind = reduction::call_kind::split;
+    c.policy = p.index;
+    c.grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * s.device().sm_count));
+    void* ws = nullptr;
+    void* scratch = nullptr;
+    PK_TRY(detail::stream_workspace(s, c.grid * sizeof(unsigned), &ws));
+    PK_TRY(detail::stream_scratch(s, 2 * c.grid * reduction::max_accum_bytes, &scratch));
+    c.ticket = static_cast<unsigned*>(ws);
+    c.partials = scratch;
+    c.partials2 = static_cast<char*>(scratch) + c.grid * reduction::max_accum_bytes;
+  } else {
+    c.kind = reduction::call_kind::segments;
+    c.policy = p.index - splits;
+    const reduction::segment_policy& pol = reduction::segment_candidates[static_cast<std::size_t>(c.policy)];
+    c.grid = reduction::group_grid(s.device(), p, pol.block_threads / pol.group_threads, segments);
+  }
   return instances::reduce::dispatch(s.code_target(), type, c);
 }
 

@@ -3,6 +3,10 @@
 // segment), the last axis and non-contiguous axes; outputs poisoned, every element checked exactly.
 #include "reduce_test_util.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 namespace pk::test {
 namespace {
 using namespace red;
@@ -32,26 +36,38 @@ void check_outputs(const std::vector<Out>& got, const std::vector<T>& h, reduce_
   }
 }
 
+//! Every compiled candidate of pk::segmented_reduce by name (the even split, then the per-segment
+//! kernels), and "" for the planner's choice.
+std::vector<std::string> segmented_policies() {
+  std::vector<std::string> names{""};
+  for (const auto& p : reduction::split_candidates) names.push_back(reduction::name_of(p));
+  for (const auto& p : reduction::segment_candidates) names.push_back(reduction::name_of(p));
+  return names;
+}
+
+//! Segments of the given lengths after `first` unused elements (and 5 after the last), every output
+//! poisoned and checked exactly, one past the last checked untouched.
 template <class T>
-void check_segmented(const stream& s, reduce_op op, std::uint64_t sd, int policy) {
+void check_segmented(const stream& s, reduce_op op, std::uint64_t sd, const std::string& policy,
+                     const std::vector<std::int64_t>& lengths, std::int64_t first = 3) {
   SCOPED_TRACE(std::string(to_string(op)) + " " + reduction::to_string(reduction::dtype_of<T>) + " policy " +
-               std::to_string(policy));
-  std::vector<std::int64_t> offsets = {3};
-  for (std::int64_t l : seg_lengths) offsets.push_back(offsets.back() + l);
+               (policy.empty() ? std::string("(planned)") : policy) + ", " + std::to_string(lengths.size()) +
+               " segments");
+  std::vector<std::int64_t> offsets = {first};
+  for (std::int64_t l : lengths) offsets.push_back(offsets.back() + l);
   const auto h = gen<T>(op, static_cast<std::size_t>(offsets.back() + 5), sd);
   auto in = upload_padded(s, h);
   device_buffer<std::int64_t> off;
   ASSERT_TRUE(off.allocate(s, offsets.size()));
   ASSERT_TRUE(off.upload(offsets));
-  const std::int64_t segs = static_cast<std::int64_t>(seg_lengths.size());
+  const std::int64_t segs = static_cast<std::int64_t>(lengths.size());
   reduce_options opt;
-  const std::string forced = policy < 0 ? "" : reduction::name_of(reduction::segment_candidates[static_cast<std::size_t>(policy)]);
-  if (policy >= 0) opt.policy = forced.c_str();
+  if (!policy.empty()) opt.policy = policy.c_str();
   const auto run = [&](auto poison_value) {
     using Out = decltype(poison_value);
     device_buffer<Out> out;
-    ASSERT_TRUE(out.allocate(s, seg_lengths.size() + 1));
-    std::vector<Out> p(seg_lengths.size() + 1, poison_value);
+    ASSERT_TRUE(out.allocate(s, lengths.size() + 1));
+    std::vector<Out> p(lengths.size() + 1, poison_value);
     ASSERT_TRUE(out.upload(p));
     const status st = segmented_reduce(s, op, reduction::dtype_of<T>, in.data(), segs, off.data(), out.data(), opt);
     ASSERT_TRUE(st) << st.to_string();
@@ -72,8 +88,8 @@ template <class T>
 void segmented_all_ops(const stream& s, std::uint64_t sd) {
   for (reduce_op op : all_ops) {
     if (!arith(reduction::dtype_of<T>) && (op == reduce_op::sum || op == reduce_op::prod)) continue;
-    for (int policy = 0; policy < static_cast<int>(reduction::segment_candidates.size()); ++policy) {
-      check_segmented<T>(s, op, sd, policy);
+    for (const std::string& policy : segmented_policies()) {
+      check_segmented<T>(s, op, sd, policy, seg_lengths);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
@@ -91,6 +107,84 @@ TEST_P(ReduceSegmented, EveryOpEveryTypeEveryPolicy) {
   segmented_all_ops<std::int64_t>(s, sd);
   segmented_all_ops<std::int8_t>(s, sd);
   segmented_all_ops<std::uint8_t>(s, sd);
+}
+
+// The even split's boundaries, in units of its tile (E elements of T): segments ending on a tile's last
+// element, one past it and one before it, a segment over several tiles (so several chunks: each chunk is
+// a tile at this size), runs of empty segments, many of 1-3 elements (a thread each) and of 33-100 (a
+// group each) inside one tile, and power-law lengths (Pareto, exponent 1.2, 8 to 4E elements).
+template <class T>
+std::vector<std::int64_t> split_lengths(const reduction::split_policy& p, std::uint64_t sd, std::int64_t first) {
+  const std::int64_t E = reduction::split_tile_elems(p, sizeof(T));
+  std::vector<std::int64_t> l = {E - first, 1, E - 2, E, E + 1, 0, 0, 3 * E + 5, 0};
+  std::mt19937_64 rng(sd ^ 0x5eed);
+  std::uniform_int_distribution<std::int64_t> tiny(0, 3), small(33, 100);
+  for (int i = 0; i < 300; ++i) l.push_back(tiny(rng));
+  for (int i = 0; i < 40; ++i) l.push_back(small(rng));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int i = 0; i < 60; ++i)
+    l.push_back(std::min<std::int64_t>(4 * E, static_cast<std::int64_t>(8.0 * std::pow(1.0 - u(rng), -1.0 / 1.2))));
+  l.push_back(0);
+  return l;
+}
+
+template <class T>
+void split_all_ops(const stream& s, std::uint64_t sd) {
+  for (const reduction::split_policy& p : reduction::split_candidates)
+    for (reduce_op op : all_ops) {
+      if (!arith(reduction::dtype_of<T>) && (op == reduce_op::sum || op == reduce_op::prod)) continue;
+      for (std::int64_t first : {std::int64_t{3}, std::int64_t{0}}) {
+        check_segmented<T>(s, op, sd, reduction::name_of(p), split_lengths<T>(p, sd, first), first);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+}
+
+TEST_P(ReduceSegmented, EvenSplitAtTileAndChunkBoundaries) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  split_all_ops<double>(s, sd);
+  split_all_ops<float>(s, sd);
+  split_all_ops<bf16>(s, sd);
+  split_all_ops<std::int64_t>(s, sd);
+  split_all_ops<std::uint8_t>(s, sd);
+  // Every segment empty, and no segment's elements at all but the offsets' first value.
+  check_segmented<float>(s, reduce_op::sum, sd, reduction::name_of(reduction::split_candidates[0]),
+                         std::vector<std::int64_t>(700, 0));
+  check_segmented<float>(s, reduce_op::argmax, sd, reduction::name_of(reduction::split_candidates[0]), {0, 0, 5, 0});
+}
+
+// Chunks of several tiles (more tiles than blocks): the open segment's per-thread partials carried from
+// tile to tile, and segments over many chunks. The grid is one wave of resident blocks, so the input
+// holds 1.5 waves of tiles; impersonated devices whose wave needs more than 8M elements to exceed are
+// skipped with a message (their warp-size-dependent paths are the boundary test's).
+TEST_P(ReduceSegmented, EvenSplitChunksOfSeveralTiles) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  const reduction::split_policy& p = reduction::split_candidates[0];
+  const archdb::plan plan = reduction::plan_segmented_reduce(s.device(), 1, 1, 4);
+  ASSERT_GE(plan.all.size(), 1u);
+  const std::int64_t grid = std::int64_t{plan.all[0].occ.blocks_per_sm} * s.device().sm_count;
+  const std::int64_t E = reduction::split_tile_elems(p, 4);
+  const std::int64_t total = (3 * grid / 2 + 1) * E;
+  if (!GetParam().gpu && total > (std::int64_t{1} << 23))
+    GTEST_SKIP() << "skipped: " << total << " elements to pass one wave of " << grid << " blocks on "
+                 << s.device().name << " is too many to emulate";
+  std::mt19937_64 rng(sd ^ 0xc4a2);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::int64_t> lengths;
+  std::int64_t sum = 0;
+  while (sum < total) {
+    const std::int64_t l = u(rng) < 0.05 ? 0
+                           : std::min<std::int64_t>(40 * E, static_cast<std::int64_t>(100.0 * std::pow(1.0 - u(rng), -1.0 / 1.1)));
+    lengths.push_back(std::min(l, total - sum));
+    sum += lengths.back();
+  }
+  const std::string name = reduction::name_of(p);
+  check_segmented<float>(s, reduce_op::sum, sd, name, lengths);
+  check_segmented<float>(s, reduce_op::argmax, sd, name, lengths);
 }
 
 // A [d0, d1, d2] tensor with padded strides (rows of d2 + 3, planes of d1 * (d2 + 3) + 5): reduce

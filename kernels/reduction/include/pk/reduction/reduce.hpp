@@ -139,6 +139,15 @@ archdb::plan plan_reduce_reproducible(const archdb::device_desc& device, std::in
 //! `total` elements in all.
 archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segments, std::int64_t total,
                             int elem_bytes);
+//! Elements per segment pk::segmented_reduce plans its per-segment candidates for (the lengths are on the
+//! device): a few thousand, the common case of the benchmarks.
+inline constexpr std::int64_t segmented_assumed_len = 4096;
+//! The plan of pk::segmented_reduce for `segments` offsets-given segments of `elem_bytes`-byte elements:
+//! the even split over the grid (split_candidates, whose time depends on the total alone) and the
+//! per-segment candidates (a warp or a block per segment, planned for `assumed_len` elements a segment:
+//! the host does not see the lengths), in that order.
+archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64_t segments, std::int64_t assumed_len,
+                                   int elem_bytes);
 //! Blocks the per-segment kernels launch for a plan of plan_segmented: enough for every
 //! segment, at most 16 waves of resident blocks (the kernels loop over the rest).
 unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments);

@@ -71,6 +71,33 @@ inline constexpr std::array<segment_policy, 3> segment_candidates{{
     {1024, 1024, 4},
 }};
 
+//! One compiled variant of the segmented reduction by an even split of the elements over the grid
+//! (detail/split_agent.hpp): blocks of `block_threads`, tiles of `unroll` 16-byte vectors a thread
+//! (128 x 8 x 16 B = 16 KB a tile), each block a contiguous chunk of tiles; the segments' lengths do not
+//! matter to its speed (the host does not see them).
+struct split_policy {
+  int block_threads;
+  int unroll;
+  friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
+};
+inline std::string name_of(const split_policy& p) {
+  return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll);
+}
+//! Elements of `bytes` bytes in one tile of the split kernel.
+constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes) {
+  return std::int64_t{p.block_threads} * p.unroll * (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
+}
+// Two candidates, 128-thread blocks (a block's barriers stall fewer warps, and 5-6 blocks of them are
+// resident per SM at their registers): 16 KB tiles (8 vectors a thread) and 8 KB tiles (4). H200 sweep of
+// 2^26 f32 elements over 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md):
+// b128_u8 fastest on 4 of 6 lengths, b128_u4 at 4096 (4% ahead) and 2^20 (within 1%); 256-thread
+// blocks with 4 or 2 vectors a thread were 1-35% slower on every length but the longest; prefetching the
+// next tile into a second set of registers was slower on every length.
+inline constexpr std::array<split_policy, 2> split_candidates{{
+    {128, 8},
+    {128, 4},
+}};
+
 //! One compiled variant of the row operations (norm.hpp: softmax, log_softmax, LayerNorm, RMSNorm, row
 //! mean/variance). A group of `group_threads` threads owns a row (32: a logical warp, several rows per
 //! block; == block_threads: one row per block).
@@ -154,7 +181,7 @@ namespace pk::reduction {
 //! declared so that the CI resource check accepts them and keeps rejecting any other spill; each is a
 //! performance defect to remove (less per-thread state), not a tuning choice. Fragments of the mangled
 //! kernel names (the resource check matches them against the compiler's reports).
-inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
+inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
     "rows_stream_kernel",
     // The on-chip row kernels (the CI compile matrix's reports, 2026-12-01): every instance spills SGPRs on
     // gfx90a/gfx942 (4-64 per wave); layer_norm also spills to scratch: 16-bit 304 B (gfx942 f16), fp32
@@ -162,6 +189,10 @@ inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
+    // The even split (split_agent.hpp), with no register cap (ptxas -v, CUDA 13.0, 2026-12-01): 12 B in
+    // the f32 min/max/argmin/argmax instances on sm_90a (71-96 registers), 28 B in the f64 argmin/argmax
+    // ones on sm_80; sum and prod do not spill.
+    "segment_split_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",
     "reduce_single_pass_kernelILi512ELi4",  // the f64 instance of {512, 8, 4}: 32-40 B on sm_80/86

@@ -22,6 +22,7 @@ enum class call_kind : std::uint8_t {
   device,     //!< single-pass device-wide reduction
   segments,   //!< a group of threads per segment (segment_candidates[policy])
   strided,    //!< a thread per output
+  split,      //!< segmented (offsets): an even split of the elements over the grid (split_candidates[policy])
   mean_var,   //!< device-wide Welford
 };
 //! reduce_op as a plain integer for the per-target code (same enumerators as pk::reduce_op).
@@ -38,7 +39,8 @@ struct reduce_call {
   void* out = nullptr;
   void* out2 = nullptr;         //!< mean_var: the variance
   void* partials = nullptr;     //!< grid accumulators (workspace)
-  unsigned* ticket = nullptr;   //!< zero between calls (workspace)
+  unsigned* ticket = nullptr;   //!< zero between calls (workspace); split: one per block
+  void* partials2 = nullptr;    //!< split: the second array of `grid` accumulators
   seg_map map;
   std::int64_t correction = 0;  //!< mean_var
   const char* type_name = "";   //!< "f32": part of the instance name

@@ -9,6 +9,7 @@
 #include <pk/reduction/detail/repro_agent.hpp>
 #include <pk/reduction/detail/rows_agent.hpp>
 #include <pk/reduction/detail/segment_agent.hpp>
+#include <pk/reduction/detail/split_agent.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
 #include <string>
@@ -49,12 +50,27 @@ status launch_segment_policy(const reduce_call& c, const char* what, Op op, Acc 
                 shape, static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map, c.n, op, identity, load, fin);
 }
 
+template <std::size_t I, class T, class Acc, class Out, class Op, class Load, class Fin>
+status launch_split_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
+  constexpr reduction::split_policy p = reduction::split_candidates[I];
+  const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
+  launch_shape shape;
+  shape.grid_x = c.grid;
+  shape.block_x = static_cast<unsigned>(p.block_threads);
+  shape.name = name.c_str();
+  return launch(*c.s, &segment_split_kernel<p.block_threads, p.unroll, T, Acc, Out, Op, Load, Fin>, shape,
+                static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map.offsets, c.n,
+                split_workspace<Acc>{static_cast<Acc*>(c.partials), static_cast<Acc*>(c.partials2), c.ticket}, op,
+                identity, load, fin);
+}
+
 //! Threads per block of the one-thread-per-output kernel (a whole number of warps everywhere).
 inline constexpr int strided_block_threads = 256;
 
-template <class T, class Acc, class Out, class Op, class Load, class Fin, std::size_t... D, std::size_t... S>
+template <class T, class Acc, class Out, class Op, class Load, class Fin, std::size_t... D, std::size_t... S,
+          std::size_t... P>
 status launch_kinds(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin,
-                    std::index_sequence<D...>, std::index_sequence<S...>) {
+                    std::index_sequence<D...>, std::index_sequence<S...>, std::index_sequence<P...>) {
   status s = unsupported("reduction: policy index " + std::to_string(c.policy) + " is not compiled");
   switch (c.kind) {
     case reduction::call_kind::device:
@@ -70,6 +86,16 @@ status launch_kinds(const reduce_call& c, const char* what, Op op, Acc identity,
             : (void)0),
        ...);
       return s;
+    case reduction::call_kind::split:
+      if constexpr (std::is_same_v<Op, reduction::ops::welford_op>) {
+        return s;  // mean/variance has no segmented form (not compiled)
+      } else {
+        ((c.policy == static_cast<int>(P)
+              ? (void)(s = launch_split_policy<P, T, Acc, Out>(c, what, op, identity, load, fin))
+              : (void)0),
+         ...);
+        return s;
+      }
     case reduction::call_kind::strided: {
       const std::string name = instance_name("strided_b" + std::to_string(strided_block_threads), what, c.type_name);
       launch_shape shape;
@@ -87,7 +113,8 @@ template <class T, class Acc, class Out, class Op, class Load, class Fin>
 status launch_reduction(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
   return launch_kinds<T, Acc, Out>(c, what, op, identity, load, fin,
                                    std::make_index_sequence<reduction::reduce_candidates.size()>{},
-                                   std::make_index_sequence<reduction::segment_candidates.size()>{});
+                                   std::make_index_sequence<reduction::segment_candidates.size()>{},
+                                   std::make_index_sequence<reduction::split_candidates.size()>{});
 }
 
 //! Writes the mean through the kernel's output pointer and the variance through `var`; `w` is the
