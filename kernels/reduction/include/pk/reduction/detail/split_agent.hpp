@@ -20,8 +20,8 @@
 //
 // Determinism: an output's combination order depends only on the policy, the grid, the arch's warp size
 // and the segment's position (its offsets and the input's alignment).
-// Safety: every element read lies in [offsets[0], offsets[segments]) and every shared-memory index is
-// clamped to the tile, so offsets that break the non-decreasing precondition give wrong values, never an
+// Safety: every element read lies in [offsets[0], offsets[segments]), every shared-memory index is
+// clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing precondition give wrong values, never an
 // access out of bounds.
 #pragma once
 #include <pk/portable/block.hpp>
@@ -144,7 +144,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, c
   // Thread 0 holds `piece`, this chunk's part of segment s, which crosses chunks: store it, take the
   // ticket of the segment's first chunk, and let the chunk that completes the count combine.
   const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
-    const std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
+    // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
+    // workspace's `grid` slots.
+    std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
+    k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
+    k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
     if (t == 0) {
       (opens ? ws.open_out : ws.open_in)[k] = piece;
       thread_fence();
