@@ -214,7 +214,8 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const std::size_t i = static_cast<std::size_t>(&c - cands.data());
     if (i < first)
-      return split_cost(device, split_candidates[i], occ, segments, static_cast<std::int64_t>(bytes / elem_bytes), elem_bytes);
+      return split_cost(device, split_candidates[i], occ, segments,
+                        static_cast<std::int64_t>(std::min(bytes / elem_bytes, 0x1p62)), elem_bytes);
     const segment_policy& p = segment_candidates[i - first];
     const std::int64_t per_block = p.block_threads / p.group_threads;
     const std::int64_t blocks = std::max<std::int64_t>(1, (segments + per_block - 1) / per_block);
@@ -250,7 +251,8 @@ archdb::plan plan_segmented(const archdb::device_desc& device, std::int64_t segm
 
 archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64_t segments, std::int64_t assumed_len,
                                    int elem_bytes) {
-  const double total = static_cast<double>(segments) * static_cast<double>(assumed_len);
+  // At most 2^62 elements in the model (validation admits up to ~2^60 segments of any assumed length).
+  const double total = std::min(static_cast<double>(segments) * static_cast<double>(assumed_len), 0x1p62);
   return plan_groups(device, segments, static_cast<double>(assumed_len), elem_bytes, total * elem_bytes, true);
 }
 
@@ -575,13 +577,13 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   constexpr int splits = static_cast<int>(reduction::split_candidates.size());
   if (p.index < splits) {
     // One block per resident slot; each keeps two accumulators for the pieces of segments that cross
-    // its chunk and a ticket (zero between calls).
+    // its chunk and a ticket, and a count of finished blocks follows the tickets (zero between calls).
     c.kind = reduction::call_kind::split;
     c.policy = p.index;
     c.grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * s.device().sm_count));
     void* ws = nullptr;
     void* scratch = nullptr;
-    PK_TRY(detail::stream_workspace(s, c.grid * sizeof(unsigned), &ws));
+    PK_TRY(detail::stream_workspace(s, (c.grid + 1) * sizeof(unsigned), &ws));
     PK_TRY(detail::stream_scratch(s, 2 * c.grid * reduction::max_accum_bytes, &scratch));
     c.ticket = static_cast<unsigned*>(ws);
     c.partials = scratch;

@@ -187,6 +187,31 @@ TEST_P(ReduceSegmented, EvenSplitChunksOfSeveralTiles) {
   check_segmented<float>(s, reduce_op::argmax, sd, name, lengths);
 }
 
+// Offsets that break the non-decreasing rule give unspecified values (the caller's error) but must leave
+// the stream's workspace as it was: a segment that seems to cross five chunks is published by three, so
+// its ticket would stay at 3 unless the kernel clears the tickets itself. The next, valid call on the
+// stream must be right.
+TEST_P(ReduceSegmented, EvenSplitBadOffsetsLeaveTheStreamUsable) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  const reduction::split_policy& p = reduction::split_candidates[0];
+  const std::int64_t E = reduction::split_tile_elems(p, 4);
+  const std::string name = reduction::name_of(p);
+  reduce_options opt;
+  opt.policy = name.c_str();
+  const auto h = gen<float>(reduce_op::sum, static_cast<std::size_t>(6 * E), sd);
+  auto in = upload_padded(s, h);
+  device_buffer<std::int64_t> off;
+  ASSERT_TRUE(off.allocate(s, 3));
+  ASSERT_TRUE(off.upload(std::vector<std::int64_t>{0, 5 * E, 3 * E}));
+  device_buffer<float> out;
+  ASSERT_TRUE(out.allocate(s, 2));
+  ASSERT_TRUE(segmented_reduce(s, reduce_op::sum, dtype::f32, in.data(), 2, off.data(), out.data(), opt));
+  ASSERT_TRUE(synchronize(s));
+  check_segmented<float>(s, reduce_op::sum, sd, name, {3 * E + 5, E, 7});
+}
+
 // A [d0, d1, d2] tensor with padded strides (rows of d2 + 3, planes of d1 * (d2 + 3) + 5): reduce
 // along each axis; the output has its own padded strides and is poisoned, every element checked.
 template <class T>

@@ -87,12 +87,13 @@ inline std::string name_of(const split_policy& p) {
 constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes) {
   return std::int64_t{p.block_threads} * p.unroll * (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
 }
-// Two candidates, 128-thread blocks (a block's barriers stall fewer warps, and 5-6 blocks of them are
-// resident per SM at their registers): 16 KB tiles (8 vectors a thread) and 8 KB tiles (4). H200 sweep of
-// 2^26 f32 elements over 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md):
-// b128_u8 fastest on 4 of 6 lengths, b128_u4 at 4096 (4% ahead) and 2^20 (within 1%); 256-thread
-// blocks with 4 or 2 vectors a thread were 1-35% slower on every length but the longest; prefetching the
-// next tile into a second set of registers was slower on every length.
+// Two candidates, 128-thread blocks (a block's barriers stall fewer warps, and 4-6 of them are resident
+// per SM at 71-115 registers): 16 KB tiles (8 vectors a thread) and 8 KB tiles (4). H200 sweep of 2^26
+// f32 elements over 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md):
+// b128_u8 fastest on 4 of 6 lengths, b128_u4 at 4096 (4% ahead) and 2^20 (within 1%). 256-thread blocks
+// with 4 vectors a thread were 4-30% slower at lengths up to 4096 and on power-law lengths (2-4% faster at
+// 65536 and 2^20, in another run), with 2 vectors 9-48% slower on every length; prefetching the next tile
+// into a second set of registers was slower on every length.
 inline constexpr std::array<split_policy, 2> split_candidates{{
     {128, 8},
     {128, 4},

@@ -15,11 +15,13 @@
 //  - A segment that crosses chunks leaves one piece per chunk in the workspace: the part in the chunk
 //    where it starts (open_out) and the part in each later chunk (open_in). Each chunk adds one to the
 //    ticket of the segment's first chunk; the chunk that brings the count to the number of chunks the
-//    segment touches combines the pieces in chunk order, writes the result and resets the ticket, so the
-//    tickets are zero between calls.
+//    segment touches combines the pieces in a fixed order (thread j folds pieces j, j + B, ..., then the
+//    block's tree), writes the result and resets the ticket; the last block to finish clears every
+//    ticket, so they are zero between calls whatever the offsets.
 //
-// Determinism: an output's combination order depends only on the policy, the grid, the arch's warp size
-// and the segment's position (its offsets and the input's alignment).
+// Determinism: an output's combination order depends only on the policy, the grid, the arch's warp size,
+// the input's alignment and the offsets (the segment's own, and those of the segments ending in the same
+// tile: their average length chooses a thread or a group per segment).
 // Safety: every element read lies in [offsets[0], offsets[segments]), every shared-memory index is
 // clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing precondition give wrong values, never an
 // access out of bounds.
@@ -33,8 +35,8 @@
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
-//! The pieces of segments that cross chunks: one slot of each kind per block, one ticket per block
-//! (zero between calls).
+//! The pieces of segments that cross chunks: one slot of each kind per block, one ticket per block and
+//! a count of finished blocks after them (grid + 1 counters, zero between calls).
 template <class Acc>
 struct split_workspace {
   Acc* open_in;   //!< block k: its part of the segment that started in an earlier chunk
@@ -66,198 +68,213 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, c
   PK_SHARED(unsigned, last_flag);
 
   const int t = thread_rank();
-  const std::int64_t S = segments;
-  const std::int64_t base = offsets[0], end = offsets[S];
-  if (!(end > base)) {  // no elements: every segment is empty, block 0 writes the identities
-    if (block_idx().x == 0)
-      for (std::int64_t s = t; s < S; s += B) out[s] = fin(identity);
-    return;
-  }
-  const std::int64_t origin = base - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(in + base) % 16 / sizeof(T));
-  const std::int64_t ntiles = (end - origin + E - 1) / E;
-  const std::int64_t grid = grid_dim().x;
-  const std::int64_t per = (ntiles + grid - 1) / grid;
-  const std::int64_t k = block_idx().x;
-  const std::int64_t tile_first = k * per;
-  if (tile_first >= ntiles) return;
-  const std::int64_t tile_last = tile_first + per < ntiles ? tile_first + per : ntiles;
-  const std::int64_t c0 = origin + tile_first * E > base ? origin + tile_first * E : base;
-  const std::int64_t c1 = origin + tile_last * E < end ? origin + tile_last * E : end;
-  const auto chunk_of = [&](std::int64_t p) { return (p - origin) / E / per; };
+  // The chunk's work; every block then counts itself done, and the last one clears the tickets (a no-op
+  // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
+  // stream's counters non-zero for later calls).
+  const auto chunk_work = [&] {
+    const std::int64_t S = segments;
+    const std::int64_t base = offsets[0], end = offsets[S];
+    if (!(end > base)) {  // no elements: every segment is empty, block 0 writes the identities
+      if (block_idx().x == 0)
+        for (std::int64_t s = t; s < S; s += B) out[s] = fin(identity);
+      return;
+    }
+    const std::int64_t origin = base - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(in + base) % 16 / sizeof(T));
+    const std::int64_t ntiles = (end - origin + E - 1) / E;
+    const std::int64_t grid = grid_dim().x;
+    const std::int64_t per = (ntiles + grid - 1) / grid;
+    const std::int64_t k = block_idx().x;
+    const std::int64_t tile_first = k * per;
+    if (tile_first >= ntiles) return;
+    const std::int64_t tile_last = tile_first + per < ntiles ? tile_first + per : ntiles;
+    const std::int64_t c0 = origin + tile_first * E > base ? origin + tile_first * E : base;
+    const std::int64_t c1 = origin + tile_last * E < end ? origin + tile_last * E : end;
+    const auto chunk_of = [&](std::int64_t p) { return (p - origin) / E / per; };
 
-  // The thread's elements of the tile at tb: vector u holds tb + (u * B + t) * V + e.
-  const auto load_tile = [&](vec<T, V>* x, std::int64_t tb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t q = tb + (std::int64_t{u} * B + t) * V;
-      if (q >= base && q + V <= end) {
-        x[u] = load_vec<V>(in + q);
-      } else {
-#pragma unroll
-        for (int e = 0; e < V; ++e) x[u][e] = q + e >= base && q + e < end ? in[q + e] : T{};
+    // The thread's elements of the tile at tb: vector u holds tb + (u * B + t) * V + e.
+    const auto load_tile = [&](vec<T, V>* x, std::int64_t tb) {
+  #pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t q = tb + (std::int64_t{u} * B + t) * V;
+        if (q >= base && q + V <= end) {
+          x[u] = load_vec<V>(in + q);
+        } else {
+  #pragma unroll
+          for (int e = 0; e < V; ++e) x[u][e] = q + e >= base && q + e < end ? in[q + e] : T{};
+        }
+      }
+    };
+    // Folds the thread's elements at positions [a, b) of the tile at tb into acc (indices from sb).
+    const auto fold = [&](const vec<T, V>* x, std::int64_t tb, Acc acc, std::int64_t a, std::int64_t b, std::int64_t sb) {
+  #pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t q = tb + (std::int64_t{u} * B + t) * V;
+        if (q >= a && q + V <= b) {
+  #pragma unroll
+          for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], q + e - sb));
+        } else if (q + V > a && q < b) {
+  #pragma unroll
+          for (int e = 0; e < V; ++e)
+            if (q + e >= a && q + e < b) acc = op(acc, load(x[u][e], q + e - sb));
+        }
+      }
+      return acc;
+    };
+    // Block-wide count of a monotone predicate (true for a prefix of the threads).
+    const auto count = [&](bool pred) {
+      return counter(red_count).all_reduce(pred ? std::int64_t{1} : std::int64_t{0}, plus{});
+    };
+
+    vec<T, V> x[U];
+    load_tile(x, origin + tile_first * E);  // the first tile's loads are in flight during the search
+
+    // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
+    // leading empty segments are its own).
+    std::int64_t cur = 0;
+    if (k > 0) {
+      std::int64_t hi = S;
+      while (hi > cur) {
+        const std::int64_t step = (hi - cur + B - 1) / B;
+        const std::int64_t s = cur + (t + 1) * step;
+        const std::int64_t n = count(s <= hi && offsets[s] <= c0);
+        cur += n * step;
+        hi = cur + step - 1 < hi ? cur + step - 1 : hi;
       }
     }
-  };
-  // Folds the thread's elements at positions [a, b) of the tile at tb into acc (indices from sb).
-  const auto fold = [&](const vec<T, V>* x, std::int64_t tb, Acc acc, std::int64_t a, std::int64_t b, std::int64_t sb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t q = tb + (std::int64_t{u} * B + t) * V;
-      if (q >= a && q + V <= b) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], q + e - sb));
-      } else if (q + V > a && q < b) {
-#pragma unroll
-        for (int e = 0; e < V; ++e)
-          if (q + e >= a && q + e < b) acc = op(acc, load(x[u][e], q + e - sb));
-      }
-    }
-    return acc;
-  };
-  // Block-wide count of a monotone predicate (true for a prefix of the threads).
-  const auto count = [&](bool pred) {
-    return counter(red_count).all_reduce(pred ? std::int64_t{1} : std::int64_t{0}, plus{});
-  };
+    std::int64_t cb = offsets[cur];                        // begin of the open segment
+    std::int64_t nb = cur < S ? offsets[cur + 1] : none;   // its end
+    bool here = k == 0 || cb >= c0;                        // it starts in this chunk
+    std::int64_t w0 = -1;                                  // the window holds offsets[w0 ..], none loaded yet
+    Acc acc = identity;
 
-  vec<T, V> x[U];
-  load_tile(x, origin + tile_first * E);  // the first tile's loads are in flight during the search
-
-  // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
-  // leading empty segments are its own).
-  std::int64_t cur = 0;
-  if (k > 0) {
-    std::int64_t hi = S;
-    while (hi > cur) {
-      const std::int64_t step = (hi - cur + B - 1) / B;
-      const std::int64_t s = cur + (t + 1) * step;
-      const std::int64_t n = count(s <= hi && offsets[s] <= c0);
-      cur += n * step;
-      hi = cur + step - 1 < hi ? cur + step - 1 : hi;
-    }
-  }
-  std::int64_t cb = offsets[cur];                        // begin of the open segment
-  std::int64_t nb = cur < S ? offsets[cur + 1] : none;   // its end
-  bool here = k == 0 || cb >= c0;                        // it starts in this chunk
-  std::int64_t w0 = -1;                                  // the window holds offsets[w0 ..], none loaded yet
-  Acc acc = identity;
-
-  // Thread 0 holds `piece`, this chunk's part of segment s, which crosses chunks: store it, take the
-  // ticket of the segment's first chunk, and let the chunk that completes the count combine.
-  const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
-    // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
-    // workspace's `grid` slots.
-    std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
-    k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
-    k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
-    if (t == 0) {
-      (opens ? ws.open_out : ws.open_in)[k] = piece;
-      thread_fence();
-      const unsigned tk = atomic_add(ws.tickets + k0, 1u);
-      thread_fence();
-      last_flag = tk + 1 == static_cast<unsigned>(k1 - k0 + 1) ? 1u : 0u;
-    }
-    block::sync();
-    if (last_flag != 0u) {
-      Acc v = identity;
-      for (std::int64_t j = k0 + t; j <= k1; j += B) v = op(v, load_volatile(j == k0 ? ws.open_out + j : ws.open_in + j));
-      v = reducer(red).reduce(v, op);
+    // Thread 0 holds `piece`, this chunk's part of segment s, which crosses chunks: store it, take the
+    // ticket of the segment's first chunk, and let the chunk that completes the count combine.
+    const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
+      // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
+      // workspace's `grid` slots.
+      std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
+      k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
+      k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
       if (t == 0) {
-        out[s] = fin(v);
-        ws.tickets[k0] = 0u;
+        (opens ? ws.open_out : ws.open_in)[k] = piece;
+        thread_fence();
+        const unsigned tk = atomic_add(ws.tickets + k0, 1u);
+        thread_fence();
+        last_flag = tk + 1 == static_cast<unsigned>(k1 - k0 + 1) ? 1u : 0u;
       }
-    }
-    block::sync();
-  };
-  // The open segment ends: reduce the partials, write it (it started here) or publish its last piece.
-  const auto finish_open = [&](const Acc& a) {
-    const Acc total = reducer(red).reduce(a, op);
-    if (here) {
-      if (t == 0) out[cur] = fin(total);
-    } else {
-      publish(cur, total, false);
-    }
-  };
+      block::sync();
+      if (last_flag != 0u) {
+        Acc v = identity;
+        for (std::int64_t j = k0 + t; j <= k1; j += B) v = op(v, load_volatile(j == k0 ? ws.open_out + j : ws.open_in + j));
+        v = reducer(red).reduce(v, op);
+        if (t == 0) {
+          out[s] = fin(v);
+          ws.tickets[k0] = 0u;
+        }
+      }
+      block::sync();
+    };
+    // The open segment ends: reduce the partials, write it (it started here) or publish its last piece.
+    const auto finish_open = [&](const Acc& a) {
+      const Acc total = reducer(red).reduce(a, op);
+      if (here) {
+        if (t == 0) out[cur] = fin(total);
+      } else {
+        publish(cur, total, false);
+      }
+    };
 
-  for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
-    const std::int64_t tb = origin + ti * E;
-    const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
-    if (ti > tile_first) load_tile(x, tb);
-    if (nb > t1) {  // the whole tile lies in the open segment
-      acc = fold(x, tb, acc, t0, t1, cb);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) tile[u * B + t] = x[u];
-      finish_open(fold(x, tb, acc, t0, nb, cb));
-      block::sync();  // the tile in shared memory is complete
-      // Segments cur + 1 ... that start in this tile: the finished ones from shared memory, up to the
-      // first that runs past the tile, which becomes the open one. (Storing the tile only when some
-      // segment finishes inside it, and leaving out this barrier otherwise, ran 12-20% slower on the
-      // H200 at 4096-element segments, one per tile.)
-      std::int64_t s0 = cur + 1;
-      for (;;) {
-        if (s0 < w0 || s0 >= w0 + B || w0 < 0) {
-          block::sync();  // every thread is done with the old window
-          w0 = s0;
-          win[t] = s0 + t <= S ? offsets[s0 + t] : none;
-          if (t == 0) win[B] = s0 + B <= S ? offsets[s0 + B] : none;
-          block::sync();
-        }
-        const int j0 = static_cast<int>(s0 - w0);
-        // cnt: entries of win[j0 .. B] at or before t1 (a prefix: the offsets do not decrease), >= 1.
-        int lo = j0 + 1, hi = B + 1;
-        while (lo < hi) {
-          const int mid = (lo + hi) / 2;
-          if (win[mid] <= t1) lo = mid + 1; else hi = mid;
-        }
-        const int cnt = lo - j0;
-        const int nfin = cnt - 1;  // segments s0 .. s0 + nfin - 1 end in this tile
-        if (nfin > 0) {
-          const std::int64_t span = win[j0 + nfin] - win[j0];
-          const auto segment_range = [&](int i, std::int64_t& a, std::int64_t& b) {
-            a = win[j0 + i] > t0 ? win[j0 + i] : t0;
-            b = win[j0 + i + 1] < t1 ? win[j0 + i + 1] : t1;
-          };
-          if (span < thread_segment_below * nfin) {
-            for (int i = t; i < nfin; i += B) {
-              std::int64_t a, b;
-              segment_range(i, a, b);
-              Acc v = identity;
-              for (std::int64_t p = a; p < b; ++p) v = op(v, load(tile[(p - tb) / V][static_cast<int>((p - tb) % V)], p - win[j0 + i]));
-              out[s0 + i] = fin(v);
-            }
-          } else {
-            const int g = t / 32, l = t % 32;
-            // Uniform rounds: two 32-lane groups may share a wave64, whose lanes all reach the reduction.
-            for (int r = 0; r < nfin; r += groups) {
-              const int i = r + g;
-              Acc v = identity;
-              if (i < nfin) {
+    for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
+      const std::int64_t tb = origin + ti * E;
+      const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
+      if (ti > tile_first) load_tile(x, tb);
+      if (nb > t1) {  // the whole tile lies in the open segment
+        acc = fold(x, tb, acc, t0, t1, cb);
+      } else {
+  #pragma unroll
+        for (int u = 0; u < U; ++u) tile[u * B + t] = x[u];
+        finish_open(fold(x, tb, acc, t0, nb, cb));
+        block::sync();  // the tile in shared memory is complete
+        // Segments cur + 1 ... that start in this tile: the finished ones from shared memory, up to the
+        // first that runs past the tile, which becomes the open one. (Storing the tile only when some
+        // segment finishes inside it, and leaving out this barrier otherwise, ran 12-20% slower on the
+        // H200 at 4096-element segments, one per tile.)
+        std::int64_t s0 = cur + 1;
+        for (;;) {
+          if (s0 < w0 || s0 >= w0 + B || w0 < 0) {
+            block::sync();  // every thread is done with the old window
+            w0 = s0;
+            win[t] = s0 + t <= S ? offsets[s0 + t] : none;
+            if (t == 0) win[B] = s0 + B <= S ? offsets[s0 + B] : none;
+            block::sync();
+          }
+          const int j0 = static_cast<int>(s0 - w0);
+          // cnt: entries of win[j0 .. B] at or before t1 (a prefix: the offsets do not decrease), >= 1.
+          int lo = j0 + 1, hi = B + 1;
+          while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (win[mid] <= t1) lo = mid + 1; else hi = mid;
+          }
+          const int cnt = lo - j0;
+          const int nfin = cnt - 1;  // segments s0 .. s0 + nfin - 1 end in this tile
+          if (nfin > 0) {
+            const std::int64_t span = win[j0 + nfin] - win[j0];
+            const auto segment_range = [&](int i, std::int64_t& a, std::int64_t& b) {
+              a = win[j0 + i] > t0 ? win[j0 + i] : t0;
+              b = win[j0 + i + 1] < t1 ? win[j0 + i + 1] : t1;
+            };
+            if (span < thread_segment_below * nfin) {
+              for (int i = t; i < nfin; i += B) {
                 std::int64_t a, b;
                 segment_range(i, a, b);
-                for (std::int64_t p = a + l; p < b; p += 32) v = op(v, load(tile[(p - tb) / V][static_cast<int>((p - tb) % V)], p - win[j0 + i]));
+                Acc v = identity;
+                for (std::int64_t p = a; p < b; ++p) v = op(v, load(tile[(p - tb) / V][static_cast<int>((p - tb) % V)], p - win[j0 + i]));
+                out[s0 + i] = fin(v);
               }
-              v = warp<32>::reduce(v, op);
-              if (l == 0 && i < nfin) out[s0 + i] = fin(v);
+            } else {
+              const int g = t / 32, l = t % 32;
+              // Uniform rounds: two 32-lane groups may share a wave64, whose lanes all reach the reduction.
+              for (int r = 0; r < nfin; r += groups) {
+                const int i = r + g;
+                Acc v = identity;
+                if (i < nfin) {
+                  std::int64_t a, b;
+                  segment_range(i, a, b);
+                  for (std::int64_t p = a + l; p < b; p += 32) v = op(v, load(tile[(p - tb) / V][static_cast<int>((p - tb) % V)], p - win[j0 + i]));
+                }
+                v = warp<32>::reduce(v, op);
+                if (l == 0 && i < nfin) out[s0 + i] = fin(v);
+              }
             }
           }
+          if (j0 + cnt <= B) {  // win[j0 + cnt] is past the tile: s0 + nfin is the new open segment
+            cur = s0 + nfin;
+            cb = win[j0 + nfin];
+            nb = win[j0 + cnt];
+            break;
+          }
+          s0 += nfin;  // the window ends inside the tile: load the next one
         }
-        if (j0 + cnt <= B) {  // win[j0 + cnt] is past the tile: s0 + nfin is the new open segment
-          cur = s0 + nfin;
-          cb = win[j0 + nfin];
-          nb = win[j0 + cnt];
-          break;
-        }
-        s0 += nfin;  // the window ends inside the tile: load the next one
+        here = true;
+        acc = fold(x, tb, identity, cb, t1, cb);
+        block::sync();  // the tile, the window and the reducer's storage are free for the next tile
       }
-      here = true;
-      acc = fold(x, tb, identity, cb, t1, cb);
-      block::sync();  // the tile, the window and the reducer's storage are free for the next tile
     }
-  }
-  // The open segment runs past the chunk (its end is beyond c1): this chunk's piece of it.
-  if (cur < S && cb < c1) {
-    const Acc piece = reducer(red).reduce(acc, op);
-    publish(cur, piece, here);
+    // The open segment runs past the chunk (its end is beyond c1): this chunk's piece of it.
+    if (cur < S && cb < c1) {
+      const Acc piece = reducer(red).reduce(acc, op);
+      publish(cur, piece, here);
+    }
+  };
+  chunk_work();
+  block::sync();
+  if (t == 0) {
+    const unsigned g = grid_dim().x;
+    thread_fence();
+    if (atomic_add(ws.tickets + g, 1u) == g - 1) {
+      thread_fence();
+      for (unsigned j = 0; j <= g; ++j) ws.tickets[j] = 0u;
+    }
   }
 }
 
