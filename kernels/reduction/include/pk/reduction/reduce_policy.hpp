@@ -87,16 +87,16 @@ inline std::string name_of(const split_policy& p) {
 constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes) {
   return std::int64_t{p.block_threads} * p.unroll * (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
 }
-// Two candidates, 128-thread blocks (a block's barriers stall fewer warps, and 4-6 of them are resident
-// per SM at 71-115 registers): 16 KB tiles (8 vectors a thread) and 8 KB tiles (4). H200 sweep of 2^26
-// f32 elements over 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md):
-// b128_u8 fastest on 4 of 6 lengths, b128_u4 at 4096 (4% ahead) and 2^20 (within 1%). 256-thread blocks
-// with 4 vectors a thread were 4-30% slower at lengths up to 4096 and on power-law lengths (2-4% faster at
-// 65536 and 2^20, in another run), with 2 vectors 9-48% slower on every length; prefetching the next tile
-// into a second set of registers was slower on every length.
-inline constexpr std::array<split_policy, 2> split_candidates{{
+// One candidate: 128-thread blocks (a block's barriers stall fewer warps, and 4-5 of them are resident per
+// SM at 89-115 registers) with 16 KB tiles (8 vectors a thread). H200 sweep of 2^26 f32 elements over
+// 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md): fastest of
+// the variants on 4 of 6 lengths; 8 KB tiles (4 vectors) were 4% ahead at 4096 and within 1% at 2^20,
+// slower elsewhere, and are not compiled (each split candidate is 6 operations x 8 types per code target).
+// 256-thread blocks with 4 vectors a thread were 4-30% slower at lengths up to 4096 and on power-law
+// lengths (2-4% faster at 65536 and 2^20, in another run), with 2 vectors 9-48% slower on every length;
+// prefetching the next tile into a second set of registers was slower on every length.
+inline constexpr std::array<split_policy, 1> split_candidates{{
     {128, 8},
-    {128, 4},
 }};
 
 //! One compiled variant of the row operations (norm.hpp: softmax, log_softmax, LayerNorm, RMSNorm, row
@@ -190,9 +190,9 @@ inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
-    // The even split (split_agent.hpp), with no register cap (ptxas -v, CUDA 13.0, 2026-12-01): 12 B in
-    // the f32 min/max/argmin/argmax instances on sm_90a (71-96 registers), 28 B in the f64 argmin/argmax
-    // ones on sm_80; sum and prod do not spill.
+    // The even split (split_agent.hpp), with no register cap (ptxas -v, CUDA 13.0, 2026-12-01, the f32 TU
+    // on sm_90a and the f64 TU on sm_80 only): 12 B in the f32 min/max instances on sm_90a (96 registers);
+    // sum and prod do not spill. The other archs and types were not read one by one.
     "segment_split_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",
