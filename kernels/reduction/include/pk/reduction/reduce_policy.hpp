@@ -190,7 +190,7 @@ inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
-    // The even split (split_agent.hpp), with no register cap: 8-12 B in some min/max instances (f32, bf16)
+    // The even split (split_agent.hpp), with no register cap: 4-16 B in some instances (min/max among them)
     // on sm_80/sm_90a (ptxas -v, CUDA 13.0), SGPRs only (15-36) on gfx942; sum and prod do not spill (the
     // f32, f64, bf16 and i8 TUs on sm_80, sm_90a, gfx942 and gfx1100, 2026-12-01; the other types unread).
     "segment_split_kernel",
