@@ -190,9 +190,9 @@ inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
-    // The even split (split_agent.hpp), with no register cap: 4-16 B in some instances (min/max among them)
-    // on sm_80/sm_90a (ptxas -v, CUDA 13.0), SGPRs only (15-36) on gfx942; sum and prod do not spill (the
-    // f32, f64, bf16 and i8 TUs on sm_80, sm_90a, gfx942 and gfx1100, 2026-12-01; the other types unread).
+    // The even split (split_agent.hpp), with no register cap. reduce_f32 (ptxas -v, CUDA 13.0; clang-19
+    // remarks, 2026-12-01): sum and prod 20-32 B at 80 registers on sm_80 and sm_90a, none on sm_89; min,
+    // max, argmin, argmax none on CUDA; 101 SGPRs (32 B scratch a lane) in argmin/argmax on gfx942.
     "segment_split_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",

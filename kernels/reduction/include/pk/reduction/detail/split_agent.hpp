@@ -126,26 +126,14 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, c
     };
 
     vec<T, V> x[U];
-    load_tile(x, origin + tile_first * E);  // the first tile's loads are in flight during the search
-
-    // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
-    // leading empty segments are its own).
-    std::int64_t cur = 0;
-    if (k > 0) {
-      std::int64_t hi = S;
-      while (hi > cur) {
-        const std::int64_t step = (hi - cur + B - 1) / B;
-        const std::int64_t s = cur + (t + 1) * step;
-        const std::int64_t n = count(s <= hi && offsets[s] <= c0);
-        cur += n * step;
-        hi = cur + step - 1 < hi ? cur + step - 1 : hi;
-      }
-    }
-    std::int64_t cb = offsets[cur];                        // begin of the open segment
-    std::int64_t nb = cur < S ? offsets[cur + 1] : none;   // its end
-    bool here = k == 0 || cb >= c0;                        // it starts in this chunk
-    std::int64_t w0 = -1;                                  // the window holds offsets[w0 ..], none loaded yet
+    std::int64_t cur = 0;     // the open segment
+    std::int64_t cb = 0;      // its begin
+    std::int64_t nb = 0;      // its end
+    bool here = true;         // it starts in this chunk
+    std::int64_t w0 = -1;     // the window holds offsets[w0 ..], none loaded yet
     Acc acc = identity;
+    std::int64_t lead = -1;   // the segment that started in an earlier chunk and ends in this one
+    Acc lead_piece = identity;  // thread 0: this chunk's part of it
 
     // Thread 0 holds `piece`, this chunk's part of segment s, which crosses chunks: store it, take the
     // ticket of the segment's first chunk, and let the chunk that completes the count combine.
@@ -174,26 +162,44 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, c
       }
       block::sync();
     };
-    // The open segment ends: reduce the partials, write it (it started here) or publish its last piece.
-    const auto finish_open = [&](const Acc& a) {
-      const Acc total = reducer(red).reduce(a, op);
-      if (here) {
-        if (t == 0) out[cur] = fin(total);
-      } else {
-        publish(cur, total, false);
-      }
-    };
-
+    // One call site for each of the heavy steps (the loads, the fold, the search, a piece's publication):
+    // with an arg op every call site inlines hundreds of instructions per element vector.
     for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
       const std::int64_t tb = origin + ti * E;
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
-      if (ti > tile_first) load_tile(x, tb);
-      if (nb > t1) {  // the whole tile lies in the open segment
-        acc = fold(x, tb, acc, t0, t1, cb);
-      } else {
+      load_tile(x, tb);  // the first tile's loads are in flight during the search
+      if (ti == tile_first) {
+        // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
+        // leading empty segments are its own).
+        if (k > 0) {
+          std::int64_t hi = S;
+          while (hi > cur) {
+            const std::int64_t step = (hi - cur + B - 1) / B;
+            const std::int64_t s = cur + (t + 1) * step;
+            const std::int64_t n = count(s <= hi && offsets[s] <= c0);
+            cur += n * step;
+            hi = cur + step - 1 < hi ? cur + step - 1 : hi;
+          }
+        }
+        cb = offsets[cur];
+        nb = cur < S ? offsets[cur + 1] : none;
+        here = k == 0 || cb >= c0;
+      }
+      // The open segment's part of the tile; when it ends inside the tile, the segments up to the one that
+      // runs past it are finished, and that one becomes the open segment, whose part is folded in the next
+      // round (which then leaves: its end is past the tile).
+      for (;;) {
+        acc = fold(x, tb, acc, cb > t0 ? cb : t0, nb < t1 ? nb : t1, cb);
+        if (nb > t1) break;
   #pragma unroll
         for (int u = 0; u < U; ++u) tile[u * B + t] = x[u];
-        finish_open(fold(x, tb, acc, t0, nb, cb));
+        const Acc total = reducer(red).reduce(acc, op);
+        if (here) {
+          if (t == 0) out[cur] = fin(total);
+        } else {  // published with the chunk's last piece, after the tiles
+          lead = cur;
+          lead_piece = total;
+        }
         block::sync();  // the tile in shared memory is complete
         // Segments cur + 1 ... that start in this tile: the finished ones from shared memory, up to the
         // first that runs past the tile, which becomes the open one. (Storing the tile only when some
@@ -256,14 +262,25 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, c
           s0 += nfin;  // the window ends inside the tile: load the next one
         }
         here = true;
-        acc = fold(x, tb, identity, cb, t1, cb);
+        acc = identity;
         block::sync();  // the tile, the window and the reducer's storage are free for the next tile
       }
     }
-    // The open segment runs past the chunk (its end is beyond c1): this chunk's piece of it.
-    if (cur < S && cb < c1) {
-      const Acc piece = reducer(red).reduce(acc, op);
-      publish(cur, piece, here);
+    // The pieces of the segments that cross chunks: the one that ended in this chunk (lead), and the open
+    // segment if it runs past the chunk (its end is beyond c1), whose piece is reduced here.
+    const bool tail = cur < S && cb < c1;
+    const Acc tail_piece = tail ? reducer(red).reduce(acc, op) : identity;
+    // Two rounds of one call site, the second's arguments carried in scalars (selecting them by the round's
+    // index would put both pieces in local memory).
+    std::int64_t s = lead;
+    Acc piece = lead_piece;
+    bool opens = false;
+  #pragma unroll 1
+    for (int round = 0; round < 2; ++round) {
+      if (s >= 0) publish(s, piece, opens);
+      s = tail ? cur : -1;
+      piece = tail_piece;
+      opens = here;
     }
   };
   chunk_work();
