@@ -7,6 +7,10 @@
 # OUT_DIR/timings.tsv (tu, arch, seconds, rc).
 set -uo pipefail
 build=${1:?build dir}; out=${2:?out dir}
+# sm_100a and sm_120 compile (nvcc 13.0; PK_MATRIX_CUDA_ARCHS="100a 120") but are not in CI's default
+# list: CI's time budget on 2 cores has no room for two more columns yet. Their reports are not clean
+# either: the f32 mean/variance (Welford) instances of the device-wide reduce spill 20-52 B there (reduce_f32,
+# 2026-12-01), which reduce_policy.hpp does not declare, so the resource check fails on them.
 cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a"}
 hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx1100"}
 jobs=${PK_MATRIX_JOBS:-$(nproc)}
@@ -17,14 +21,23 @@ mkdir -p "$out"
 devlibs="$out/hip-devlibs"
 sh "$here/cmake/hip_devlibs.sh" "$devlibs" >/dev/null || { echo "hip_devlibs.sh failed"; exit 1; }
 
+# PK_MATRIX_REUSE_REPORTS=1: a TU x arch whose report is already in OUT_DIR (a library build configured
+# with -DPK_RESOURCE_REPORTS=OUT_DIR wrote it, through cmake/pk_report.sh) is not compiled again.
+reuse=${PK_MATRIX_REUSE_REPORTS:-0}; reused=0
 jobsfile="$out/jobs.txt"; : > "$jobsfile"
 for m in "$build"/pk_matrix/*.manifest; do
   incs=$(sed -n 's/^includes=//p' "$m" | tr ':' '\n' | grep -v '^/usr/include$' | sort -u | sed 's/^/-I/' | tr '\n' ' ')
   while read -r src; do
     [[ -z $src || $src == includes=* ]] && continue
     tu=$(basename "${src%.*}")
-    for a in $cuda_archs; do echo "cuda|$a|$tu|$src|$incs" >> "$jobsfile"; done
-    for a in $hip_archs; do echo "hip|$a|$tu|$src|$incs" >> "$jobsfile"; done
+    for a in $cuda_archs; do
+      if [[ $reuse == 1 && -s $out/$tu.sm_$a.ptxas.log ]]; then ((reused += 1)); continue; fi
+      echo "cuda|$a|$tu|$src|$incs" >> "$jobsfile"
+    done
+    for a in $hip_archs; do
+      if [[ $reuse == 1 && -s $out/$tu.$a.remarks ]]; then ((reused += 1)); continue; fi
+      echo "hip|$a|$tu|$src|$incs" >> "$jobsfile"
+    done
   done < "$m"
 done
 
@@ -56,4 +69,4 @@ start=$SECONDS
 if ! xargs -a "$jobsfile" -d '\n' -P "$jobs" -I{} bash -c 'compile_one "$@"' _ {}; then
   echo "compile matrix: FAILED ($((SECONDS - start)) s)"; exit 1
 fi
-echo "compile matrix: $(wc -l < "$jobsfile") compiles passed in $((SECONDS - start)) s"
+echo "compile matrix: $(wc -l < "$jobsfile") compiles passed in $((SECONDS - start)) s ($reused reports reused from the library builds)"

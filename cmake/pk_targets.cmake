@@ -70,10 +70,13 @@ function(pk_hip_object tgt wrapper obj)
   foreach(a IN LISTS CMAKE_HIP_ARCHITECTURES)
     list(APPEND arch_flags --offload-arch=${a})
   endforeach()
+  if(PK_HIP_REPORT)  # PK_RESOURCE_REPORTS (CMakeLists.txt): the remarks kept through cmake/pk_report.sh
+    list(APPEND extra -Rpass-analysis=kernel-resource-usage)
+  endif()
   set(incs "$<TARGET_PROPERTY:${tgt},INCLUDE_DIRECTORIES>")
   set(defs "$<TARGET_PROPERTY:${tgt},COMPILE_DEFINITIONS>")
   add_custom_command(OUTPUT "${obj}"
-    COMMAND ${PK_HIP_CLANG} -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${PK_HIP_DEVLIBS}
+    COMMAND ${PK_HIP_REPORT} ${PK_HIP_CLANG} -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${PK_HIP_DEVLIBS}
             ${arch_flags} ${extra} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
             -MD -MF "${obj}.d" -c "${wrapper}" -o "${obj}"
     DEPENDS "${wrapper}" DEPFILE "${obj}.d"

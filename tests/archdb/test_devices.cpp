@@ -30,7 +30,7 @@ const expected_device supported[] = {
     {"L4", ad::arch::sm89, 58},              {"H100 SXM", ad::arch::sm90a, 132},      {"H200 SXM", ad::arch::sm90a, 132},
     {"B200", ad::arch::sm100, 148},          {"RTX 5090", ad::arch::sm120, 170},      {"MI250X", ad::arch::gfx90a, 110},
     {"MI300X", ad::arch::gfx942, 304},       {"MI325X", ad::arch::gfx942, 304},       {"MI355X", ad::arch::gfx950, 256},
-    {"RX 7900 XTX", ad::arch::gfx1100, 96},
+    {"RX 7900 XTX", ad::arch::gfx1100, 96},  {"RTX PRO 6000 Blackwell", ad::arch::sm120, 188},
 };
 
 const char* const required_common[] = {"sm_count", "warp_size", "max_threads_per_sm", "max_warps_per_sm",
@@ -197,6 +197,22 @@ TEST(Archdb_Devices, ResolvesKnownH200) {
   EXPECT_EQ(d.sm_count, 132);
   EXPECT_EQ(d.sources.at("sm_count"), "query");
   EXPECT_DOUBLE_EQ(d.mem_bw_gbps, 4800);
+}
+
+TEST(Archdb_Devices, ResolvesRtxPro6000BlackwellByItsReportedName) {
+  // "RTX 6000" is in both professional parts' names: the Blackwell one must not resolve to the Ada entry.
+  ad::device_query q;
+  q.name = "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition";
+  q.vendor_id = ad::vendor::nvidia;
+  q.cc_major = 12;
+  q.cc_minor = 0;
+  q.sm_count = 188;
+  const ad::device_desc d = ad::resolve_device(q);
+  EXPECT_EQ(d.name, "RTX PRO 6000 Blackwell");
+  EXPECT_FALSE(d.synthesized);
+  EXPECT_EQ(d.isa, ad::arch::sm120);
+  EXPECT_EQ(d.l2_bytes, std::int64_t{128} << 20);
+  EXPECT_EQ(d.smem_per_block_optin, 101376);
 }
 
 TEST(Archdb_Devices, PatternNeedsMatchingSmCount) {

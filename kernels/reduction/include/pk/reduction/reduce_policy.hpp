@@ -37,14 +37,15 @@ constexpr int scaled_vector(const reduce_policy& p, std::size_t bytes) {
 }
 
 // The compiled candidate list, shared by every target (default first). It is short on purpose: each
-// entry is compiled for every target, op and dtype. Initial values, not yet tuned on hardware: 16-byte
-// vector loads (the widest global access on both vendors) and 64 bytes in flight per thread per tile;
-// the block sizes bracket the usual 256 so that the planner and `pk tune` have a real choice. A policy
-// must be a whole number of warps on every arch (a multiple of 64 threads).
-inline constexpr std::array<reduce_policy, 4> reduce_candidates{{
+// entry is compiled for every target, op and dtype (7 kernels in each reduce_<type> TU). 16-byte vector
+// loads (the widest global access on both vendors) and 64 bytes in flight per thread per tile; the block
+// sizes bracket the usual 256 so that the planner and `pk tune` have a real choice. A policy must be a
+// whole number of warps on every arch (a multiple of 64 threads). 128-thread blocks ({128, 32, 4}) were
+// dropped for compile time: on the H200 they were never more than 1% ahead of the best of these at
+// 2^10-2^20 and slower at 2^24-2^28 (bench/results/reduction-h200-2026-12-01.md, every candidate forced).
+inline constexpr std::array<reduce_policy, 3> reduce_candidates{{
     {256, 16, 4},
     {512, 8, 4},
-    {128, 32, 4},
     {1024, 4, 4},
 }};
 
@@ -182,7 +183,7 @@ namespace pk::reduction {
 //! declared so that the CI resource check accepts them and keeps rejecting any other spill; each is a
 //! performance defect to remove (less per-thread state), not a tuning choice. Fragments of the mangled
 //! kernel names (the resource check matches them against the compiler's reports).
-inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
+inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
     "rows_stream_kernel",
     // The on-chip row kernels (the CI compile matrix's reports, 2026-12-01): every instance spills SGPRs on
     // gfx90a/gfx942 (4-64 per wave); layer_norm also spills to scratch: 16-bit 304 B (gfx942 f16), fp32
@@ -197,9 +198,8 @@ inline constexpr std::array<const char*, 9> declared_spilling_kernels{{
     "repro_sum_kernel",
     "strided_reduce_kernel",
     "reduce_single_pass_kernelILi512ELi4",  // the f64 instance of {512, 8, 4}: 32-40 B on sm_80/86
-    // The f64 instances of {256, 16, 4} and {128, 32, 4}: their Welford (mean/variance on x - K) kernels
-    // spill 24-40 B on sm_80/86/89/90a since the shifted formulation (CI compile matrix, 2026-11-30).
+    // The f64 instance of {256, 16, 4}: its Welford (mean/variance on x - K) kernel spills 24-40 B on
+    // sm_80/86/89/90a since the shifted formulation (CI compile matrix, 2026-11-30).
     "reduce_single_pass_kernelILi256ELi8ELi2Ed",
-    "reduce_single_pass_kernelILi128ELi16ELi2Ed",
 }};
 }  // namespace pk::reduction

@@ -8,12 +8,13 @@
 //    ceil(tiles / grid), and finds the segment at its chunk's start with a B-ary search of the offsets
 //    (a few rounds of one load per thread, overlapped with the first tile's loads).
 //  - A tile inside one segment is folded into per-thread partials (no barrier). A tile with segment
-//    ends finishes the open segment (a block reduction), reduces the segments that start and end inside it from shared memory (a 32-lane group per segment,
-//    or a thread per segment when they average fewer than `thread_segment_below` elements), and opens
-//    the segment that runs past it. The offsets are read through a shared window of B + 1 values that
-//    later tiles reuse until they pass it.
+//    ends finishes the open segment (a block reduction), reduces the segments that start and end inside
+//    it from shared memory (a 32-lane group per segment, or a thread per segment when they average fewer
+//    than `thread_segment_below` elements), and opens the segment that runs past it. The offsets are read
+//    through a shared window of B + 1 values that later tiles reuse until they pass it.
 //  - A segment that crosses chunks leaves one piece per chunk in the workspace: the part in the chunk
-//    where it starts (open_out) and the part in each later chunk (open_in). Each chunk adds one to the
+//    where it starts (open_out) and the part in each later chunk (open_in); a chunk publishes its (at most
+//    two) pieces after its tiles. Each chunk adds one to the
 //    ticket of the segment's first chunk; the chunk that brings the count to the number of chunks the
 //    segment touches combines the pieces in a fixed order (thread j folds pieces j, j + B, ..., then the
 //    block's tree), writes the result and resets the ticket; the last block to finish clears every
@@ -23,8 +24,8 @@
 // the input's alignment and the offsets (the segment's own, and those of the segments ending in the same
 // tile: their average length chooses a thread or a group per segment).
 // Safety: every element read lies in [offsets[0], offsets[segments]), every shared-memory index is
-// clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing precondition give wrong values, never an
-// access out of bounds.
+// clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing
+// precondition give wrong values, never an access out of bounds.
 #pragma once
 #include <pk/portable/block.hpp>
 #include <pk/portable/memory.hpp>
