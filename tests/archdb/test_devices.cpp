@@ -71,6 +71,17 @@ void expect_no_bare_numbers(const json& j, const std::string& where) {
   }
 }
 
+// What the CUDA runtime reports of an NVIDIA part: its name, compute capability and SM count.
+ad::device_query nvidia_query(const char* name, int cc_major, int cc_minor, int sm_count) {
+  ad::device_query q;
+  q.name = name;
+  q.vendor_id = ad::vendor::nvidia;
+  q.cc_major = cc_major;
+  q.cc_minor = cc_minor;
+  q.sm_count = sm_count;
+  return q;
+}
+
 }  // namespace
 
 TEST(Archdb_Devices, BuiltInsLoadWithoutErrors) {
@@ -184,12 +195,7 @@ TEST(Archdb_Devices, PerArchFactsMatchArchFacts) {
 }
 
 TEST(Archdb_Devices, ResolvesKnownH200) {
-  ad::device_query q;
-  q.name = "NVIDIA H200";
-  q.vendor_id = ad::vendor::nvidia;
-  q.cc_major = 9;
-  q.cc_minor = 0;
-  q.sm_count = 132;
+  const ad::device_query q = nvidia_query("NVIDIA H200", 9, 0, 132);
   const ad::device_desc d = ad::resolve_device(q);
   EXPECT_EQ(d.name, "H200 SXM");
   EXPECT_FALSE(d.synthesized);
@@ -201,12 +207,7 @@ TEST(Archdb_Devices, ResolvesKnownH200) {
 
 TEST(Archdb_Devices, ResolvesRtxPro6000BlackwellByItsReportedName) {
   // "RTX 6000" is in both professional parts' names: the Blackwell one must not resolve to the Ada entry.
-  ad::device_query q;
-  q.name = "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition";
-  q.vendor_id = ad::vendor::nvidia;
-  q.cc_major = 12;
-  q.cc_minor = 0;
-  q.sm_count = 188;
+  const ad::device_query q = nvidia_query("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 12, 0, 188);
   const ad::device_desc d = ad::resolve_device(q);
   EXPECT_EQ(d.name, "RTX PRO 6000 Blackwell");
   EXPECT_FALSE(d.synthesized);
@@ -216,12 +217,8 @@ TEST(Archdb_Devices, ResolvesRtxPro6000BlackwellByItsReportedName) {
 }
 
 TEST(Archdb_Devices, PatternNeedsMatchingSmCount) {
-  ad::device_query q;  // a 3090 Ti: the 3090 pattern matches, the SM count does not
-  q.name = "NVIDIA GeForce RTX 3090 Ti";
-  q.vendor_id = ad::vendor::nvidia;
-  q.cc_major = 8;
-  q.cc_minor = 6;
-  q.sm_count = 84;
+  // a 3090 Ti: the 3090 pattern matches, the SM count does not
+  const ad::device_query q = nvidia_query("NVIDIA GeForce RTX 3090 Ti", 8, 6, 84);
   const ad::device_desc d = ad::resolve_device(q);
   EXPECT_TRUE(d.synthesized);
   EXPECT_EQ(d.isa, ad::arch::sm86);
@@ -231,12 +228,7 @@ TEST(Archdb_Devices, PatternNeedsMatchingSmCount) {
 }
 
 TEST(Archdb_Devices, SynthesizesUnknownDeviceWithQueriedLimits) {
-  ad::device_query q;  // a made-up compute capability 8.7 part
-  q.name = "Made-up Orin-like GPU";
-  q.vendor_id = ad::vendor::nvidia;
-  q.cc_major = 8;
-  q.cc_minor = 7;
-  q.sm_count = 16;
+  ad::device_query q = nvidia_query("Made-up Orin-like GPU", 8, 7, 16);  // a made-up compute capability 8.7 part
   q.max_threads_per_sm = 1536;
   q.smem_per_sm = 167936;
   q.smem_per_block_optin = 166912;
