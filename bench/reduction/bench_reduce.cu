@@ -3,7 +3,8 @@
 // Every number is the median of event-timed repetitions after warm-up, on random (never zero) data.
 // Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
 //
-//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick]
+//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented]
+// --segmented: only the segmented tables and the breakdown of small sums (host enqueue against GPU time).
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
@@ -15,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -321,9 +323,97 @@ void segmented_table(pk::stream& s) {
                 plan.name.c_str(), pk_us / best, cands.c_str());
   }
   std::printf("\n");
+  // Every operation through every split candidate (the sum alone is checked above; the other operations'
+  // results are checked by the GPU tests): the register use, and so the resident blocks, differ per op.
+  std::printf("### The even split per operation, f32, 2^26 elements (us)\n\n| op | segment length |");
+  for (const auto& p : pk::reduction::split_candidates) std::printf(" %s |", pk::reduction::name_of(p).c_str());
+  std::printf("\n|---|---|");
+  for (std::size_t i = 0; i < pk::reduction::split_candidates.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  for (std::int64_t len : {std::int64_t{256}, std::int64_t{65536}}) {
+    const std::vector<std::int64_t> h = segment_offsets(total, len);
+    const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
+    CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    for (pk::reduce_op op : {pk::reduce_op::sum, pk::reduce_op::min, pk::reduce_op::max, pk::reduce_op::argmin,
+                             pk::reduce_op::argmax}) {
+      std::printf("| %s | %lld |", pk::to_string(op), static_cast<long long>(len));
+      for (const auto& p : pk::reduction::split_candidates) {
+        const std::string name = pk::reduction::name_of(p);
+        pk::reduce_options o;
+        o.policy = name.c_str();
+        std::printf(" %.1f |", time_us([&] { PK(pk::segmented_reduce(s, op, dtype::f32, in, segs, off, out, o)); }));
+      }
+      std::printf("\n");
+    }
+    // A 16-bit type (the kernel's launch bounds differ by element size: reduction::split_blocks_per_sm);
+    // the f32 data read as bf16 halves, timed only.
+    std::printf("| sum (bf16) | %lld |", static_cast<long long>(len));
+    for (const auto& p : pk::reduction::split_candidates) {
+      const std::string name = pk::reduction::name_of(p);
+      pk::reduce_options o;
+      o.policy = name.c_str();
+      std::printf(" %.1f |", time_us([&] {
+                    PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::bf16, in, segs, off, out, o));
+                  }));
+    }
+    std::printf("\n");
+  }
+  std::printf("\n");
   CK(cudaFree(in));
   CK(cudaFree(out));
   CK(cudaFree(off));
+  CK(cudaFree(cub_tmp));
+}
+
+// Where the time of a small sum goes: one call event-timed on its own (what the tables report), the GPU
+// time per call of 200 calls enqueued back to back (events around all of them), and the host's time to
+// enqueue one call (wall clock over the 200 enqueues, no synchronisation inside).
+void small_breakdown(pk::stream& s) {
+  using pk::reduction::dtype;
+  constexpr int calls = 200;
+  void *in, *out, *cub_tmp;
+  const std::int64_t nmax = std::int64_t{1} << 20;
+  CK(cudaMalloc(&in, nmax * 4));
+  CK(cudaMalloc(&out, 64));
+  std::size_t tb = 0;
+  CK(cub::DeviceReduce::Sum(nullptr, tb, static_cast<const float*>(in), static_cast<float*>(out), nmax));
+  CK(cudaMalloc(&cub_tmp, tb));
+  fill(in, nmax, dtype::f32, 5);
+  const auto breakdown = [&](const std::function<void()>& f, double& one, double& gpu, double& host) {
+    one = time_us(f);
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(a));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    const auto t1 = std::chrono::steady_clock::now();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    gpu = ms * 1000.0 / calls;
+    host = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+  };
+  std::printf("### Small f32 sums: one call, back-to-back GPU time per call, host time to enqueue one (us)\n\n"
+              "| n | pk one | pk back-to-back | pk host enqueue | CUB one | CUB back-to-back | CUB host enqueue |\n"
+              "|---|---|---|---|---|---|---|\n");
+  for (int lg : {10, 16, 20}) {
+    const std::int64_t n = std::int64_t{1} << lg;
+    double p1, pg, ph, c1, cg, ch;
+    breakdown([&] { PK(pk::reduce(s, pk::reduce_op::sum, dtype::f32, in, n, out)); }, p1, pg, ph);
+    std::size_t b = tb;
+    breakdown(
+        [&] { CK(cub::DeviceReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out), n)); },
+        c1, cg, ch);
+    std::printf("| 2^%d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", lg, p1, pg, ph, c1, cg, ch);
+  }
+  std::printf("\n");
+  CK(cudaFree(in));
+  CK(cudaFree(out));
   CK(cudaFree(cub_tmp));
 }
 
@@ -445,6 +535,7 @@ int main(int argc, char** argv) {
   measure_copy();
   if (only_segmented) {
     segmented_table(s);
+    small_breakdown(s);
     return 0;
   }
   device_reduce_tables(s, quick);

@@ -137,8 +137,8 @@ class reduce_family final : public family {
         e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));
       }
-      // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, T, ...>, the first
-      // candidates of plan_segmented_reduce.
+      // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, BlocksPerSm, T, ...>,
+      // the first candidates of plan_segmented_reduce.
       const archdb::plan pv = reduction::plan_segmented_reduce(*dev, 1, 1, bytes);
       for (std::size_t i = 0; i < pv.all.size() && i < reduction::split_candidates.size(); ++i) {
         const reduction::split_policy& pol = reduction::split_candidates[i];
@@ -147,7 +147,8 @@ class reduce_family final : public family {
         e.candidate = pv.all[i].name;
         e.instance = pv.all[i].name + "_" + d.name;
         e.symbol = "segment_split_kernelILi" + std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.unroll) +
-                   "E" + d.mangled;
+                   "ELi" + std::to_string(reduction::split_blocks_per_sm(pol, static_cast<std::size_t>(bytes))) + "E" +
+                   d.mangled;
         e.planned = pv.all[i].res;
         e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));

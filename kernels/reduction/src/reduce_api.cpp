@@ -153,23 +153,33 @@ constexpr int segment_regs_per_thread = 64;
 // 32 registers, 1 us a wave, busy slots, picked a slower one on 5 of them, by up to 1.67x).
 constexpr double segment_wave_overhead_us = 5.0;
 
-// The split kernel's registers (ptxas -v, sm_90a, CUDA 13.0, f32): 64-79 at 2 vectors a thread, 71-80 at
-// 4, 89-115 at 8 (argmax the most): mostly the 64-bit positions of the chunk, the tile, the open segment
-// and the window. Prefetching the next tile (twice the vectors) took 100-108 at 4 (2 blocks of 256 per SM)
-// and ran 1.03-1.16x slower on every length of the H200 sweep; capped at 80 or 64 registers it spilled.
-// An estimate below the real count (argmax at 8) launches a partial second wave of blocks (no block waits for
-// another).
-constexpr int split_regs(const split_policy& p) { return 64 + 4 * p.unroll; }
+// The split kernel's registers: where it is compiled to fit split_blocks_per_sm blocks per SM (launch
+// bounds), on NVIDIA its registers are at most the register file over that many blocks, and the plan assumes
+// exactly that: the grid it sizes is one wave of the blocks that are resident. Otherwise (narrow elements;
+// HIP, whose bounds do not cap registers per block count) an estimate: 64 + 4 per vector a thread (89-115
+// at 8 vectors, argmax the most; more for 8- and 16-bit elements, whose grid then runs in more than one wave).
+int split_regs(const archdb::device_desc& device, const split_policy& p, int elem_bytes) {
+  const int blocks = split_blocks_per_sm(p, static_cast<std::size_t>(elem_bytes));
+  if (blocks > 0 && device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0) {
+    // Registers are allocated per warp in units of reg_alloc_unit: the largest whole number of units per
+    // warp that lets `blocks` blocks fit, as ptxas caps it.
+    const int warps = blocks * (p.block_threads / device.warp_size);
+    const int unit = std::max(1, device.reg_alloc_unit);
+    const int per_warp = device.regs_per_sm / warps / unit * unit;
+    return std::min(device.max_regs_per_thread > 0 ? device.max_regs_per_thread : 255, per_warp / device.warp_size);
+  }
+  return 64 + 4 * p.unroll;
+}
 
 //! The even split's candidates in plan_segmented_reduce: bytes streamed at the bandwidth the resident
 //! tiles in flight reach, after the prologue (the offsets' ends, then the B-ary search for the chunk's
 //! first segment: ceil(log_B(segments + 1)) rounds of one dependent load).
-void add_split_candidates(std::vector<archdb::candidate>& cands, int elem_bytes) {
+void add_split_candidates(const archdb::device_desc& device, std::vector<archdb::candidate>& cands, int elem_bytes) {
   for (const split_policy& p : split_candidates) {
     archdb::candidate c;
     c.name = name_of(p);
     c.res.threads_per_block = p.block_threads;
-    c.res.regs_per_thread = split_regs(p);
+    c.res.regs_per_thread = split_regs(device, p, elem_bytes);
     // The tile, the window of B + 1 offsets, two block reductions' storage (accumulator and count).
     c.res.static_smem = split_tile_elems(p, static_cast<std::size_t>(elem_bytes)) * elem_bytes +
                         static_cast<std::int64_t>(p.block_threads + 1) * 8 +
@@ -199,7 +209,7 @@ archdb::cost_estimate split_cost(const archdb::device_desc& device, const split_
 archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segments, double avg_len, int elem_bytes,
                          double bytes, bool split = false) {
   std::vector<archdb::candidate> cands;
-  if (split) add_split_candidates(cands, elem_bytes);
+  if (split) add_split_candidates(device, cands, elem_bytes);
   const std::size_t first = cands.size();  // the per-segment candidates follow the split ones
   for (const segment_policy& p : segment_candidates) {
     archdb::candidate c;

@@ -38,15 +38,18 @@ constexpr int scaled_vector(const reduce_policy& p, std::size_t bytes) {
 
 // The compiled candidate list, shared by every target (default first). It is short on purpose: each
 // entry is compiled for every target, op and dtype (7 kernels in each reduce_<type> TU). 16-byte vector
-// loads (the widest global access on both vendors) and 64 bytes in flight per thread per tile; the block
-// sizes bracket the usual 256 so that the planner and `pk tune` have a real choice. A policy must be a
-// whole number of warps on every arch (a multiple of 64 threads). 128-thread blocks ({128, 32, 4}) were
-// dropped for compile time: on the H200 they were never more than 1% ahead of the best of these at
-// 2^10-2^20 and slower at 2^24-2^28 (bench/results/reduction-h200-2026-12-01.md, every candidate forced).
-inline constexpr std::array<reduce_policy, 3> reduce_candidates{{
+// loads (the widest global access on both vendors) and 64 bytes in flight per thread per tile; two block
+// sizes so that the planner and `pk tune` have a real choice. A policy must be a whole number of warps on
+// every arch (a multiple of 64 threads). Dropped, measured on the H200 with every candidate forced:
+// 128-thread blocks ({128, 32, 4}), never more than 1% ahead of the best of the others at 2^10-2^20 and
+// slower at 2^24-2^28 (bench/results/reduction-h200-2026-12-01.md); 1024-thread blocks ({1024, 4, 4}),
+// which the model ranked first everywhere (its fewer blocks leave the smallest tail) and which ran 1-4%
+// behind the best of these two at 2^24-2^28 and 9-10% behind for bf16 max at 2^28, in three runs
+// (bench/results/reduction-h200-2026-12-02.md), while at 2^20-2^22 every candidate is within the
+// host-bound noise of the others.
+inline constexpr std::array<reduce_policy, 2> reduce_candidates{{
     {256, 16, 4},
     {512, 8, 4},
-    {1024, 4, 4},
 }};
 
 //! One compiled variant of the per-segment kernels (segmented reduce, reduce along a unit-stride axis,
@@ -79,25 +82,41 @@ inline constexpr std::array<segment_policy, 3> segment_candidates{{
 struct split_policy {
   int block_threads;
   int unroll;
+  //! Blocks per SM the kernel is compiled to fit for elements of 4 or more bytes (NVIDIA: the launch
+  //! bounds' minimum, which caps the registers at the register file over blocks_per_sm x block_threads);
+  //! the planner sizes the grid from the same number. See split_blocks_per_sm.
+  int blocks_per_sm;
   friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
 };
 inline std::string name_of(const split_policy& p) {
   return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll);
 }
+//! The launch bounds' blocks per SM of the split kernel for elements of `bytes` bytes; 0: none (the
+//! registers the compiler takes). 16- and 8-bit elements fold 8-16 values per vector, and a 16 KB tile
+//! holds 64-128 of them per thread: capped at 128 registers (4 blocks) the bf16 instances still spill
+//! 8-68 B and the u8 ones 378-828 B (ptxas -v, sm_90a, CUDA 13.0, 2026-12-02), so they are left unbounded.
+constexpr int split_blocks_per_sm(const split_policy& p, std::size_t bytes) {
+  return bytes >= 4 ? p.blocks_per_sm : 0;
+}
 //! Elements of `bytes` bytes in one tile of the split kernel.
 constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes) {
   return std::int64_t{p.block_threads} * p.unroll * (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
 }
-// One candidate: 128-thread blocks (a block's barriers stall fewer warps, and 4-5 of them are resident per
-// SM at 89-115 registers) with 16 KB tiles (8 vectors a thread). H200 sweep of 2^26 f32 elements over
-// 64 .. 2^20-element and power-law segments (bench/results/reduction-h200-2026-12-01-split.md): fastest of
-// the variants on 4 of 6 lengths; 8 KB tiles (4 vectors) were 4% ahead at 4096 and within 1% at 2^20,
-// slower elsewhere, and are not compiled (each split candidate is 6 operations x 8 types per code target).
-// 256-thread blocks with 4 vectors a thread were 4-30% slower at lengths up to 4096 and on power-law
-// lengths (2-4% faster at 65536 and 2^20, in another run), with 2 vectors 9-48% slower on every length;
-// prefetching the next tile into a second set of registers was slower on every length.
+// One candidate: 128-thread blocks (a block's barriers stall fewer warps) with 16 KB tiles (8 vectors a
+// thread), compiled to fit 5 blocks per SM for 4- and 8-byte elements (at most 96 registers on NVIDIA).
+// H200 sweep of 2^26 f32 elements over 64 .. 2^20-element and power-law segments
+// (bench/results/reduction-h200-2026-12-01-split.md): fastest of the tile shapes on 4 of 6 lengths; 8 KB
+// tiles (4 vectors) were 4% ahead at 4096 and within 1% at 2^20, slower elsewhere, and are not compiled
+// (each split candidate is 6 operations x 8 types per code target). 256-thread blocks with 4 vectors a
+// thread were 4-30% slower at lengths up to 4096 and on power-law lengths, with 2 vectors 9-48% slower on
+// every length; prefetching the next tile into a second set of registers was slower on every length.
+// Blocks per SM, same sweep (bench/results/reduction-h200-2026-12-02.md): 4 (128 registers, no spills) was
+// 3-4% ahead at 65536 and 2^20 and 12-19% behind at 64-4096 and on power-law lengths; 6 (80 registers, the
+// sum spilling 12 B, argmax 180 B) 1-2% ahead at 64-4096 and 7-12% behind at 65536-2^20; 5 is within 3% of
+// the better of the two on every length and operation. Left free, ptxas took 80 registers for the sum
+// (spilling 20-32 B) and 124 for argmax, whose 4 resident blocks then ran a grid planned for 5.
 inline constexpr std::array<split_policy, 1> split_candidates{{
-    {128, 8},
+    {128, 8, 5},
 }};
 
 //! One compiled variant of the row operations (norm.hpp: softmax, log_softmax, LayerNorm, RMSNorm, row
@@ -191,9 +210,11 @@ inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
-    // The even split (split_agent.hpp), with no register cap. reduce_f32 (ptxas -v, CUDA 13.0; clang-19
-    // remarks, 2026-12-01): sum and prod 20-32 B at 80 registers on sm_80 and sm_90a, none on sm_89; min,
-    // max, argmin, argmax none on CUDA; 101 SGPRs (32 B scratch a lane) in argmin/argmax on gfx942.
+    // The even split (split_agent.hpp), compiled for 5 blocks of 128 per SM for 4- and 8-byte elements
+    // (96 registers on NVIDIA), unbounded for narrower ones (split_blocks_per_sm). reduce_f32 on sm_90a
+    // (ptxas -v, CUDA 13.0, 2026-12-02): argmin/argmax 88 B, the others none; unbounded, the sum and prod
+    // spilled 20-32 B at 80 registers on sm_80 and sm_90a (2026-12-01); on gfx942 (clang-19 remarks,
+    // 2026-12-01; HIP does not apply the bound) 101 SGPRs (32 B scratch a lane) in argmin/argmax.
     "segment_split_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",

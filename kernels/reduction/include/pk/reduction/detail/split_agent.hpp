@@ -50,10 +50,13 @@ struct split_workspace {
 //! to pay whatever the length, a thread one shared-memory load per element.
 inline constexpr std::int64_t thread_segment_below = 32;
 
-template <int B, int U, class T, class Acc, class Out, class Op, class Load, class Fin>
-PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_split_kernel(const T* in, Out* out, const std::int64_t* offsets,
-                                                        std::int64_t segments, split_workspace<Acc> ws, Op op,
-                                                        Acc identity, Load load, Fin fin) {
+// BlocksPerSm: the launch bounds' minimum blocks per SM (reduction::split_blocks_per_sm; 0: none).
+template <int B, int U, int BlocksPerSm, class T, class Acc, class Out, class Op, class Load, class Fin>
+PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(const T* in, Out* out,
+                                                                               const std::int64_t* offsets,
+                                                                               std::int64_t segments,
+                                                                               split_workspace<Acc> ws, Op op,
+                                                                               Acc identity, Load load, Fin fin) {
   static_assert(B % 64 == 0, "whole warps on every arch");
   constexpr int V = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
   constexpr std::int64_t E = std::int64_t{B} * U * V;  // elements per tile
