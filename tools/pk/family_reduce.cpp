@@ -146,9 +146,9 @@ class reduce_family final : public family {
         e.family = "reduce";
         e.candidate = pv.all[i].name;
         e.instance = pv.all[i].name + "_" + d.name;
-        e.symbol = "segment_split_kernelILi" + std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.unroll) +
-                   "ELi" + std::to_string(reduction::split_blocks_per_sm(pol, static_cast<std::size_t>(bytes))) + "E" +
-                   d.mangled;
+        e.symbol = "segment_split_kernelILi" + std::to_string(pol.block_threads) + "ELi" +
+                   std::to_string(reduction::split_unroll(pol, static_cast<std::size_t>(bytes))) + "ELi" +
+                   std::to_string(pol.blocks_per_sm) + "E" + d.mangled;
         e.planned = pv.all[i].res;
         e.declares_spills = declares(e.symbol);
         out.push_back(std::move(e));

@@ -153,22 +153,21 @@ constexpr int segment_regs_per_thread = 64;
 // 32 registers, 1 us a wave, busy slots, picked a slower one on 5 of them, by up to 1.67x).
 constexpr double segment_wave_overhead_us = 5.0;
 
-// The split kernel's registers: where it is compiled to fit split_blocks_per_sm blocks per SM (launch
-// bounds), on NVIDIA its registers are at most the register file over that many blocks, and the plan assumes
-// exactly that: the grid it sizes is one wave of the blocks that are resident. Otherwise (narrow elements;
-// HIP, whose bounds do not cap registers per block count) an estimate: 64 + 4 per vector a thread (89-115
-// at 8 vectors, argmax the most; more for 8- and 16-bit elements, whose grid then runs in more than one wave).
+// The split kernel's registers: it is compiled to fit split_policy::blocks_per_sm blocks per SM (launch
+// bounds), so on NVIDIA its registers are at most the register file over that many blocks, and the plan
+// assumes exactly that: the grid it sizes is one wave of the blocks that are resident. On AMD (HIP's bounds
+// do not cap registers per block count) an estimate: 64 + 4 per vector a thread (89-115 at 8 vectors, argmax
+// the most).
 int split_regs(const archdb::device_desc& device, const split_policy& p, int elem_bytes) {
-  const int blocks = split_blocks_per_sm(p, static_cast<std::size_t>(elem_bytes));
-  if (blocks > 0 && device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0) {
+  if (device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0) {
     // Registers are allocated per warp in units of reg_alloc_unit: the largest whole number of units per
-    // warp that lets `blocks` blocks fit, as ptxas caps it.
-    const int warps = blocks * (p.block_threads / device.warp_size);
+    // warp that lets blocks_per_sm blocks fit, as ptxas caps it.
+    const int warps = p.blocks_per_sm * (p.block_threads / device.warp_size);
     const int unit = std::max(1, device.reg_alloc_unit);
     const int per_warp = device.regs_per_sm / warps / unit * unit;
     return std::min(device.max_regs_per_thread > 0 ? device.max_regs_per_thread : 255, per_warp / device.warp_size);
   }
-  return 64 + 4 * p.unroll;
+  return 64 + 4 * split_unroll(p, static_cast<std::size_t>(elem_bytes));
 }
 
 //! The even split's candidates in plan_segmented_reduce: bytes streamed at the bandwidth the resident

@@ -76,34 +76,38 @@ inline constexpr std::array<segment_policy, 3> segment_candidates{{
 }};
 
 //! One compiled variant of the segmented reduction by an even split of the elements over the grid
-//! (detail/split_agent.hpp): blocks of `block_threads`, tiles of `unroll` 16-byte vectors a thread
-//! (128 x 8 x 16 B = 16 KB a tile), each block a contiguous chunk of tiles; the segments' lengths do not
-//! matter to its speed (the host does not see them).
+//! (detail/split_agent.hpp): blocks of `block_threads`, tiles of `unroll` 16-byte vectors a thread for 4- and
+//! 8-byte elements (128 x 8 x 16 B = 16 KB a tile; split_unroll for narrower ones), each block a contiguous
+//! chunk of tiles; the segments' lengths do not matter to its speed (the host does not see them).
 struct split_policy {
   int block_threads;
   int unroll;
-  //! Blocks per SM the kernel is compiled to fit for elements of 4 or more bytes (NVIDIA: the launch
-  //! bounds' minimum, which caps the registers at the register file over blocks_per_sm x block_threads);
-  //! the planner sizes the grid from the same number. See split_blocks_per_sm.
+  //! Blocks per SM the kernel is compiled to fit (NVIDIA: the launch bounds' minimum, which caps the
+  //! registers at the register file over blocks_per_sm x block_threads); the planner sizes the grid from the
+  //! same number.
   int blocks_per_sm;
   friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
 };
 inline std::string name_of(const split_policy& p) {
   return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll);
 }
-//! The launch bounds' blocks per SM of the split kernel for elements of `bytes` bytes; 0: none (the
-//! registers the compiler takes). 16- and 8-bit elements fold 8-16 values per vector, and a 16 KB tile
-//! holds 64-128 of them per thread: capped at 128 registers (4 blocks) the bf16 instances still spill
-//! 8-68 B and the u8 ones 378-828 B (ptxas -v, sm_90a, CUDA 13.0, 2026-12-02), so they are left unbounded.
-constexpr int split_blocks_per_sm(const split_policy& p, std::size_t bytes) {
-  return bytes >= 4 ? p.blocks_per_sm : 0;
+//! 16-byte vectors a thread holds per tile for elements of `bytes` bytes: `unroll` for 4- and 8-byte
+//! elements, and as many elements a thread as 4-byte ones have for narrower ones (unroll / 2 for 16-bit,
+//! unroll / 4 for 8-bit). The fold's registers grow with the elements a thread holds, not with its bytes: with
+//! unroll vectors of 16- and 8-bit elements (64-128 a thread) the kernel took 150-242 registers on sm_80 and
+//! spilled 48-216 B (CI compile matrix, 2026-12-02), 3 or 2 blocks per SM where 5 were planned, and the
+//! H200 summed 2^26 bf16 at 1.0 TB/s where f32 streamed at 3.3 (reduction-h200-2026-12-02.md).
+constexpr int split_unroll(const split_policy& p, std::size_t bytes) {
+  const int u = bytes >= 4 ? p.unroll : p.unroll * static_cast<int>(bytes) / 4;
+  return u < 1 ? 1 : u;
 }
 //! Elements of `bytes` bytes in one tile of the split kernel.
 constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes) {
-  return std::int64_t{p.block_threads} * p.unroll * (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
+  return std::int64_t{p.block_threads} * split_unroll(p, bytes) *
+         (bytes >= 16 ? 1 : static_cast<std::int64_t>(16 / bytes));
 }
 // One candidate: 128-thread blocks (a block's barriers stall fewer warps) with 16 KB tiles (8 vectors a
-// thread), compiled to fit 5 blocks per SM for 4- and 8-byte elements (at most 96 registers on NVIDIA).
+// thread) of 4- and 8-byte elements, compiled to fit 5 blocks per SM (at most 96 registers on NVIDIA).
 // H200 sweep of 2^26 f32 elements over 64 .. 2^20-element and power-law segments
 // (bench/results/reduction-h200-2026-12-01-split.md): fastest of the tile shapes on 4 of 6 lengths; 8 KB
 // tiles (4 vectors) were 4% ahead at 4096 and within 1% at 2^20, slower elsewhere, and are not compiled
@@ -210,11 +214,11 @@ inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
     "rows_onchip_kernel",
     "segment_reduce_kernel",
-    // The even split (split_agent.hpp), compiled for 5 blocks of 128 per SM for 4- and 8-byte elements
-    // (96 registers on NVIDIA), unbounded for narrower ones (split_blocks_per_sm). reduce_f32 on sm_90a
-    // (ptxas -v, CUDA 13.0, 2026-12-02): argmin/argmax 88 B, the others none; unbounded, the sum and prod
-    // spilled 20-32 B at 80 registers on sm_80 and sm_90a (2026-12-01); on gfx942 (clang-19 remarks,
-    // 2026-12-01; HIP does not apply the bound) 101 SGPRs (32 B scratch a lane) in argmin/argmax.
+    // The even split (split_agent.hpp), compiled for 5 blocks of 128 per SM (96 registers on NVIDIA). On
+    // sm_90a (ptxas -v, CUDA 13.0, 2026-12-02): f32 argmin/argmax 88 B and f64 argmin/argmax 24 B, the
+    // others (bf16 and u8 included, with split_unroll's vectors) none; unbounded, the f32 sum and prod had
+    // spilled 20-32 B at 80 registers on sm_80 and sm_90a; on gfx942 (clang-19 remarks, 2026-12-01; HIP does
+    // not apply the bound) 101 SGPRs (32 B scratch a lane) in argmin/argmax.
     "segment_split_kernel",
     "repro_sum_kernel",
     "strided_reduce_kernel",

@@ -58,8 +58,8 @@ status launch_split_policy(const reduce_call& c, const char* what, Op op, Acc id
   shape.grid_x = c.grid;
   shape.block_x = static_cast<unsigned>(p.block_threads);
   shape.name = name.c_str();
-  constexpr int blocks_per_sm = reduction::split_blocks_per_sm(p, sizeof(T));
-  return launch(*c.s, &segment_split_kernel<p.block_threads, p.unroll, blocks_per_sm, T, Acc, Out, Op, Load, Fin>, shape,
+  constexpr int unroll = reduction::split_unroll(p, sizeof(T));
+  return launch(*c.s, &segment_split_kernel<p.block_threads, unroll, p.blocks_per_sm, T, Acc, Out, Op, Load, Fin>, shape,
                 static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map.offsets, c.n,
                 split_workspace<Acc>{static_cast<Acc*>(c.partials), static_cast<Acc*>(c.partials2), c.ticket}, op,
                 identity, load, fin);

@@ -50,7 +50,8 @@ struct split_workspace {
 //! to pay whatever the length, a thread one shared-memory load per element.
 inline constexpr std::int64_t thread_segment_below = 32;
 
-// BlocksPerSm: the launch bounds' minimum blocks per SM (reduction::split_blocks_per_sm; 0: none).
+// U: 16-byte vectors a thread per tile (reduction::split_unroll); BlocksPerSm: the launch bounds' minimum
+// blocks per SM.
 template <int B, int U, int BlocksPerSm, class T, class Acc, class Out, class Op, class Load, class Fin>
 PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(const T* in, Out* out,
                                                                                const std::int64_t* offsets,
