@@ -345,7 +345,7 @@ void segmented_table(pk::stream& s) {
       }
       std::printf("\n");
     }
-    // A 16-bit type (the kernel's launch bounds differ by element size: reduction::split_blocks_per_sm);
+    // A 16-bit type (its tiles hold fewer vectors a thread: reduction::split_unroll);
     // the f32 data read as bf16 halves, timed only.
     std::printf("| sum (bf16) | %lld |", static_cast<long long>(len));
     for (const auto& p : pk::reduction::split_candidates) {
