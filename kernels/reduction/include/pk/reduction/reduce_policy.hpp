@@ -115,8 +115,8 @@ constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes
 // thread were 4-30% slower at lengths up to 4096 and on power-law lengths, with 2 vectors 9-48% slower on
 // every length; prefetching the next tile into a second set of registers was slower on every length.
 // Blocks per SM, same sweep (bench/results/reduction-h200-2026-12-02.md): 4 (128 registers, no spills) was
-// 3-4% ahead at 65536 and 2^20 and 12-19% behind at 64-4096 and on power-law lengths; 6 (80 registers, the
-// sum spilling 12 B, argmax 180 B) 1-2% ahead at 64-4096 and 7-12% behind at 65536-2^20; 5 is within 3% of
+// 3-4% ahead at 65536 and 2^20 and 12-16% behind at 64-4096 and on power-law lengths; 6 (80 registers, the
+// sum spilling 12 B, argmax 180 B) 1-2% ahead at 64-4096 and 7-12% behind at 65536-2^20; 5 is within 3.2% of
 // the better of the two on every length and operation. Left free, ptxas took 80 registers for the sum
 // (spilling 20-32 B) and 124 for argmax, whose 4 resident blocks then ran a grid planned for 5.
 inline constexpr std::array<split_policy, 1> split_candidates{{
