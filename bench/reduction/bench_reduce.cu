@@ -334,29 +334,23 @@ void segmented_table(pk::stream& s) {
     const std::vector<std::int64_t> h = segment_offsets(total, len);
     const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
     CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
-    for (pk::reduce_op op : {pk::reduce_op::sum, pk::reduce_op::min, pk::reduce_op::max, pk::reduce_op::argmin,
-                             pk::reduce_op::argmax}) {
-      std::printf("| %s | %lld |", pk::to_string(op), static_cast<long long>(len));
+    // One table row: `op` on `type`, every split candidate forced by name.
+    const auto row = [&](const char* what, pk::reduce_op op, dtype type) {
+      std::printf("| %s | %lld |", what, static_cast<long long>(len));
       for (const auto& p : pk::reduction::split_candidates) {
         const std::string name = pk::reduction::name_of(p);
         pk::reduce_options o;
         o.policy = name.c_str();
-        std::printf(" %.1f |", time_us([&] { PK(pk::segmented_reduce(s, op, dtype::f32, in, segs, off, out, o)); }));
+        std::printf(" %.1f |", time_us([&] { PK(pk::segmented_reduce(s, op, type, in, segs, off, out, o)); }));
       }
       std::printf("\n");
-    }
-    // A 16-bit type (its tiles hold fewer vectors a thread: reduction::split_unroll);
-    // the f32 data read as bf16 halves, timed only.
-    std::printf("| sum (bf16) | %lld |", static_cast<long long>(len));
-    for (const auto& p : pk::reduction::split_candidates) {
-      const std::string name = pk::reduction::name_of(p);
-      pk::reduce_options o;
-      o.policy = name.c_str();
-      std::printf(" %.1f |", time_us([&] {
-                    PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::bf16, in, segs, off, out, o));
-                  }));
-    }
-    std::printf("\n");
+    };
+    for (pk::reduce_op op : {pk::reduce_op::sum, pk::reduce_op::min, pk::reduce_op::max, pk::reduce_op::argmin,
+                             pk::reduce_op::argmax})
+      row(pk::to_string(op), op, dtype::f32);
+    // A 16-bit type (its tiles hold fewer vectors a thread: reduction::split_unroll); the f32 data read as
+    // bf16 halves, timed only.
+    row("sum (bf16)", pk::reduce_op::sum, dtype::bf16);
   }
   std::printf("\n");
   CK(cudaFree(in));
