@@ -161,7 +161,7 @@ function(pk_target_sources tgt)
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/host_${a}/${stem}.cpp")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
       set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES COMPILE_DEFINITIONS "PK_HOST_ARCH=${a}"
-                                  COMPILE_OPTIONS "${host_opts}")
+                                  COMPILE_OPTIONS "${host_opts};${PK_EMULATED_CODE_OPTIONS}")
       list(APPEND wrappers "${w}")
     endforeach()
     if(PK_ENABLE_CUDA)
