@@ -107,7 +107,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void segment_reduce_kernel(const T* in, Out* out, 
     const seg_loc l = live ? locate(map, seg) : seg_loc{0, 0, 1, 0};
     Acc acc = identity;
     if (l.stride == 1) {
-      acc = reduce_contiguous<G, U>(in + l.begin, l.len, t, op, acc, load);
+      // An empty segment forms no pointer: the input of an empty problem may be null.
+      if (l.len > 0) acc = reduce_contiguous<G, U>(in + l.begin, l.len, t, op, acc, load);
     } else {
       for (std::int64_t j = t; j < l.len; j += G) acc = op(acc, load(in[l.begin + j * l.stride], j));
     }
