@@ -3,8 +3,9 @@
 // Every number is the median of event-timed repetitions after warm-up, on random (never zero) data.
 // Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
 //
-//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented]
+//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows]
 // --segmented: only the segmented tables and the breakdown of small sums (host enqueue against GPU time).
+// --rows: only the row operations' tables.
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
@@ -427,6 +428,7 @@ void rows_table(pk::stream& s, bool quick) {
   std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{1024, 16384, 262144}
                                            : std::vector<std::int64_t>{1024, 4096, 16384, 65536, 262144};
   std::string sweep;  // every row candidate forced, softmax and rms_norm: checks the planner's pick
+  std::string seg_sweep;  // every per-segment candidate forced, row sum
   for (dtype t : {dtype::bf16, dtype::f32}) {
     const int eb = pk::reduction::size_of(t);
     fill(x, elems, t, 19);
@@ -475,6 +477,21 @@ void rows_table(pk::stream& s, bool quick) {
       ov.stride[0] = 1;
       const std::string splan = pk::reduction::plan_segmented(s.device(), rows, rows * cols, eb).name;
       row("row sum", time_us([&] { PK(pk::reduce_axis(s, pk::reduce_op::sum, iv, 1, ov)); }), bytes / 2, splan);
+      {
+        char line[160];
+        std::snprintf(line, sizeof line, "| row sum | %s | %lld x %lld |", pk::reduction::to_string(t),
+                      static_cast<long long>(rows), static_cast<long long>(cols));
+        seg_sweep += line;
+        for (const pk::reduction::segment_policy& p : pk::reduction::segment_candidates) {
+          const std::string name = pk::reduction::name_of(p);
+          pk::reduce_options o;
+          o.policy = name.c_str();
+          const double us = time_us([&] { PK(pk::reduce_axis(s, pk::reduce_op::sum, iv, 1, ov, o)); });
+          std::snprintf(line, sizeof line, " %.1f%s |", us, name == splan ? " (plan)" : "");
+          seg_sweep += line;
+        }
+        seg_sweep += "\n";
+      }
       for (const char* op : {"softmax", "rms_norm"}) {
         char line[160];
         std::snprintf(line, sizeof line, "| %s | %s | %lld x %lld |", op, pk::reduction::to_string(t),
@@ -506,6 +523,12 @@ void rows_table(pk::stream& s, bool quick) {
   std::printf("\n|---|---|---|");
   for (std::size_t i = 0; i < pk::reduction::row_candidates.size(); ++i) std::printf("---|");
   std::printf("\n%s\n", sweep.c_str());
+  std::printf("### Row sum with every per-segment candidate forced (us)\n\n| op | type | rows x cols |");
+  for (const pk::reduction::segment_policy& p : pk::reduction::segment_candidates)
+    std::printf(" %s |", pk::reduction::name_of(p).c_str());
+  std::printf("\n|---|---|---|");
+  for (std::size_t i = 0; i < pk::reduction::segment_candidates.size(); ++i) std::printf("---|");
+  std::printf("\n%s\n", seg_sweep.c_str());
   CK(cudaFree(x));
   CK(cudaFree(y));
   CK(cudaFree(w));
@@ -519,6 +542,7 @@ void rows_table(pk::stream& s, bool quick) {
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool only_segmented = argc > 1 && std::strcmp(argv[1], "--segmented") == 0;
+  const bool only_rows = argc > 1 && std::strcmp(argv[1], "--rows") == 0;
   if (quick) reps = 10;
   pk::stream s;
   PK(pk::stream::cuda(nullptr, 0, s));
@@ -530,6 +554,10 @@ int main(int argc, char** argv) {
   if (only_segmented) {
     segmented_table(s);
     small_breakdown(s);
+    return 0;
+  }
+  if (only_rows) {
+    rows_table(s, false);
     return 0;
   }
   device_reduce_tables(s, quick);

@@ -1,6 +1,7 @@
 // The type-erased arguments the dispatchers (compiled once) pass to the per-target launch code.
 #pragma once
 #include <pk/runtime.hpp>
+#include <pk/tensor.hpp>
 
 #include <cstdint>
 
@@ -9,11 +10,13 @@ namespace pk::reduction {
 //! Where segment i of a per-segment reduction lies: offsets[i] .. offsets[i+1] (offsets != null), or
 //! the outer index i decomposed over outer_shape (row-major) with `len` elements `axis_stride` apart.
 struct seg_map {
+  //! Outer dimensions of a reduce_axis call: the tensor's less the reduced axis.
+  static constexpr int max_outer_rank = tensor_view::max_rank - 1;
   const std::int64_t* offsets = nullptr;
   int outer_rank = 0;
-  std::int64_t outer_shape[3] = {1, 1, 1};
-  std::int64_t in_stride[3] = {0, 0, 0};
-  std::int64_t out_stride[3] = {0, 0, 0};
+  std::int64_t outer_shape[max_outer_rank] = {1, 1, 1};
+  std::int64_t in_stride[max_outer_rank] = {0, 0, 0};
+  std::int64_t out_stride[max_outer_rank] = {0, 0, 0};
   std::int64_t len = 0;
   std::int64_t axis_stride = 1;
 };

@@ -32,8 +32,12 @@ PK_DEVICE PK_FORCEINLINE seg_loc locate(const reduction::seg_map& m, std::int64_
     l.out = i * m.out_stride[0];
     return l;
   }
+  // Constant indices only: a kernel parameter indexed at run time is copied to the stack (104 bytes per
+  // thread, written at every thread's start: more bytes than a row sum of 1024 bf16 columns reads).
   std::int64_t r = i;
-  for (int d = m.outer_rank - 1; d >= 0; --d) {
+#pragma unroll
+  for (int d = reduction::seg_map::max_outer_rank - 1; d >= 0; --d) {
+    if (d >= m.outer_rank) continue;
     const std::int64_t k = r % m.outer_shape[d];
     r /= m.outer_shape[d];
     l.begin += k * m.in_stride[d];
