@@ -141,6 +141,36 @@ bool from_json(const json& j, device_desc& d, std::string& err) {
     for (const auto& [k, m] : tmp.marks) d.marks["peak_tflops." + k] = m;
   }
 
+  if (const auto cal = j.find("calibration"); cal != j.end()) {
+    if (!cal->is_object()) {
+      err += " 'calibration' is not an object of {\"value\": number, \"source\": \"measured: ...\"};";
+      ok = false;
+    } else {
+      for (const auto& [key, entry] : cal->items()) {
+        const auto dot = key.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == key.size()) {
+          err += " calibration key '" + key + "' is not '<family>.<name>';";
+          ok = false;
+          continue;
+        }
+        device_desc tmp;
+        double value = 0;
+        if (!read_num(*cal, key.c_str(), value, tmp, err, true)) {
+          ok = false;
+          continue;
+        }
+        const std::string& src = tmp.sources[key];
+        if (src.rfind("measured:", 0) != 0) {
+          err += " calibration '" + key + "': the source must start with 'measured:' (device, date, command);";
+          ok = false;
+          continue;
+        }
+        d.calibration[key] = value;
+        d.sources["calibration." + key] = src;
+      }
+    }
+  }
+
   if (d.vendor_id == vendor::nvidia) {
     ok &= read_num(j, "cc_major", d.cc_major, d, err, true);
     ok &= read_num(j, "cc_minor", d.cc_minor, d, err, true);
@@ -509,7 +539,19 @@ std::string describe(const device_desc& d) {
   for (const auto& c : d.async_copy) o << " " << c;
   if (d.async_copy.empty()) o << " none";
   o << "\n";
+  for (const auto& [key, value] : d.calibration) {
+    const auto src = d.sources.find("calibration." + key);
+    o << "  calibration " << key << " = " << value << " (" << (src != d.sources.end() ? src->second : "") << ")\n";
+  }
   return o.str();
+}
+
+calibrated_value calibrated(const device_desc& d, std::string_view key, double uncalibrated) {
+  if (const auto it = d.calibration.find(key); it != d.calibration.end()) return {it->second, d.name};
+  for (const device_desc& o : all_devices())
+    if (o.isa == d.isa)
+      if (const auto it = o.calibration.find(key); it != o.calibration.end()) return {it->second, o.name};
+  return {uncalibrated, {}};
 }
 
 }  // namespace pk::archdb

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Refits the attention planner's H200 constants (kernels/attention/src/attention_api.cpp) to a measured grid.
+"""Refits the attention planner's calibration constants (archdb: a device entry's "calibration" object, the
+keys "attention.*" that kernels/attention/src/attention_api.cpp reads) to a measured grid.
 
   pk bench attention --json > attn.json                      (on the GPU: every candidate forced by name)
   python3 bench/attention/fit_attention_model.py attn.json --pk build/host/tools/pk/pk [--device "H200 SXM"]
@@ -37,13 +38,13 @@ def model_terms(pk, device, problem):
              "waves": int(re.search(r"\d+ blocks in (\d+) waves", why).group(1)),
              "ws": "_ws_" in m.group(1)}
         w = re.search(r"per tile ([\d.e-]+) us of warpgroup MMA \+ ([\d.e-]+) us of exp2, ([\d.]+) of the sum exposed "
-                      r"\(measured\) \+ ([\d.]+) us hand-offs, ([\d.]+) us a wave", why)
+                      r"\+ ([\d.]+) us hand-offs, ([\d.]+) us a wave", why)
         if t["ws"] and w:
             mma, exp, share, tile, wave = map(float, w.groups())
             t["sum"] = mma + exp
             t["tpb"] = (t["pred"] / t["waves"] - wave) / (share * t["sum"] + tile)
         else:
-            w = re.search(r", ([\d.]+) us a wave \(fitted\)", why)
+            w = re.search(r", ([\d.]+) us a wave \((?:a priori|measured on [^)]*)\)", why)
             t["base"] = t["pred"] - (t["waves"] * float(w.group(1)) if w else 0.0)
         out[m.group(1)] = t
     return out
@@ -74,6 +75,9 @@ def main():
     xw, xt = fit(ws, fw), fit(ti, ft)
     print("warp-specialized: share %.3f, per tile %.3f us, per wave %.2f us" % tuple(xw))
     print("tiled: scale %.3f (share of the peak / scale), per wave %.2f us" % tuple(xt))
+    print("archdb calibration: attention.ws_sum_share %.2f, attention.ws_tile_us %.2f, attention.ws_wave_us %.1f, "
+          "attention.tiled_wave_us %.1f; attention.tiled_matrix_share = the device's current share / %.3f"
+          % (xw[0], xw[1], xw[2], xt[1], xt[0]))
     fitted = lambda c: sum(k * f(c) for k, f in zip(xw if c["ws"] else xt, fw if c["ws"] else ft))
     for label, pred in (("current model", lambda c: c["pred"]), ("fitted", fitted)):
         rows, errs = {}, []

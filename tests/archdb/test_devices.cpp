@@ -336,6 +336,47 @@ TEST(Archdb_Devices, UserFileAddsAndOverrides) {
   std::filesystem::remove(restore);
 }
 
+// Cost-model calibration: sourced measurements per device, found for another device of the same arch, and
+// the a-priori value elsewhere; a calibration without a measured source is refused.
+TEST(Archdb_Devices, CalibrationIsMeasuredAndSharedByTheArch) {
+  const auto* h200 = ad::find_device("H200 SXM");
+  ASSERT_NE(h200, nullptr);
+  ASSERT_FALSE(h200->calibration.empty());
+  for (const auto& [key, value] : h200->calibration) {
+    EXPECT_NE(key.find('.'), std::string::npos) << key;
+    EXPECT_EQ(h200->sources.at("calibration." + key).rfind("measured:", 0), 0u) << key;
+    const ad::calibrated_value own = ad::calibrated(*h200, key, -1.0);
+    EXPECT_EQ(own.value, value) << key;
+    EXPECT_EQ(own.measured_on, "H200 SXM") << key;
+  }
+  const auto* h100 = ad::find_device("H100 SXM");
+  ASSERT_NE(h100, nullptr);
+  ASSERT_EQ(h100->isa, h200->isa);
+  const auto& [key, value] = *h200->calibration.begin();
+  const ad::calibrated_value shared = ad::calibrated(*h100, key, -1.0);
+  EXPECT_EQ(shared.value, value) << "a device without its own measurement takes its arch's";
+  EXPECT_EQ(shared.measured_on, "H200 SXM");
+  const auto* a100 = ad::find_device("A100 SXM4 80GB");
+  ASSERT_NE(a100, nullptr);
+  const ad::calibrated_value none = ad::calibrated(*a100, key, -1.0);
+  EXPECT_EQ(none.value, -1.0);
+  EXPECT_TRUE(none.measured_on.empty());
+
+  const auto dir = std::filesystem::temp_directory_path() / ("pk_archdb_cal_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string err;
+  std::ofstream(dir / "unmeasured.json")
+      << R"({"name": "L4", "calibration": {"attention.ws_tile_us": {"value": 1.0, "source": "a guess"}}})";
+  EXPECT_FALSE(ad::load_user_devices((dir / "unmeasured.json").string(), &err));
+  EXPECT_NE(err.find("must start with 'measured:'"), std::string::npos) << err;
+  std::ofstream(dir / "nofamily.json")
+      << R"({"name": "L4", "calibration": {"ws_tile_us": {"value": 1.0, "source": "measured: L4, today"}}})";
+  EXPECT_FALSE(ad::load_user_devices((dir / "nofamily.json").string(), &err));
+  EXPECT_NE(err.find("is not '<family>.<name>'"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(ad::find_device("L4")->calibration.empty()) << "a refused file changes nothing";
+}
+
 // PK_ARCHDB_FILE is read when the database is first used, so this runs in a fresh process: the
 // "threadsafe" death-test style re-executes the test binary for the EXPECT_EXIT statement.
 TEST(Archdb_Devices, UserFileFromEnvironment) {

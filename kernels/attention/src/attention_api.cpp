@@ -70,16 +70,13 @@ std::int64_t tiles_of_block(const attention_problem& pr, int bm, int bn, std::in
 // Mean shared-memory clock assumed for the bandwidth term: archdb has no clock field, and the boost
 // clocks of the supported devices span 1.4-2.1 GHz; the term only ranks policies against each other.
 constexpr double assumed_clock_ghz = 1.7;
-// The mma.sync path on an arch with wgmma reaches about a third of the dense peak: pk's tiled_mma measured
-// 295-325 TFLOP/s of the H200's 989 at head_dim 64-128, seqlen 4k-16k (bench/results/attention-h200-2026-11-30-kit.md),
-// and ANCHORS.md puts an Ampere-style kernel at 350-370 on Hopper; cuBLAS with wgmma reaches 760. 0.33 with
-// the wave cost below: the least-squares fit of both to every tiled candidate of the 12-row `pk bench attention`
-// grid on the H200 (bench/results/attention-h200-2026-12-02-fit.md, bench/attention/fit_attention_model.py;
-// 0.35 and no wave cost before).
-constexpr double mma_sync_share_on_wgmma_arch = 0.33;
-// Fixed time of one wave of blocks on an arch with wgmma (launch, the Q load and the pipeline's fill before the
-// first tile, the epilogue after the last), fitted as above. Not measured elsewhere, so not applied there.
-constexpr double tiled_wave_overhead_us_on_wgmma_arch = 4.7;
+// The mma.sync path on an arch with wgmma reaches about a third of the dense peak (ANCHORS.md puts an
+// Ampere-style kernel at 350-370 of the H100/H200's 989 TFLOP/s; cuBLAS with wgmma reaches 760): the a-priori
+// share where archdb holds no measurement of the arch ("attention.tiled_matrix_share"; on an arch without wgmma
+// the tiled strategy is the native one and is modelled at the full peak). With it, a fixed time per wave of
+// blocks ("attention.tiled_wave_us": launch, the Q load and the pipeline's fill, the epilogue), 0 a priori.
+// The measured values and how they were fitted are in the archdb entry (archdb/devices/h200-sxm.json).
+constexpr double tiled_matrix_share_on_wgmma_arch = 0.36;
 // Warps per SM sub-partition (SIMD) that keep the matrix pipe busy: FA2's argument, one warp's softmax
 // runs while another's MMAs issue.
 constexpr int warps_per_subpartition = 2;
@@ -95,22 +92,14 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // special-function unit, 16 per clock per SM (CUDA C++ Programming Guide, arithmetic instruction
 // throughput table, compute capability 9.0: 16 results per clock per SM for exp2). The kernel issues them
 // to overlap the products (ping-pong of the two consumer warpgroups; S_{j+1} beside P_j V_j); measured, a
-// tile takes a part of the sum plus a fixed cost (barrier hand-offs, issue latency, the epilogue spread
-// over the tiles), which is what makes the larger tile win at head_dim 64, plus a fixed cost per wave of
-// blocks (one block per SM: its prologue, TMA descriptor fetch, Q load and the ring's fill, and its epilogue
-// overlap no other block's tiles), which is what makes short and causal rows slower than their tiles.
-// Least-squares fit (relative error) to every warp-specialized candidate of the 12-row `pk bench attention`
-// grid on the H200 (head_dim 64/128, seqlen 1k-16k, causal and not; bench/results/attention-h200-2026-12-02-fit.md):
-// 0.63 x (MMA + exp2) + 0.37 us per tile and 5.0 us per wave. With the tiled model's refit above, every row
-// plans its measured-best candidate (d64 seqlen 1k causal: the tiled 64x64, 5% ahead of the ws 128x128 the
-// model without the wave cost chose), and the mean |predicted / measured - 1| over the 66 candidates falls
-// from 14% to 5.0%. Earlier fit (bench/results/pk-bench-h200-2026-12-01.md, two d64 points): 0.62 x sum +
-// 0.53 us per tile and no wave cost, 24-66% below the measured time at seqlen 1k.
+// tile takes a part of the sum ("attention.ws_sum_share") plus a fixed cost ("attention.ws_tile_us": barrier
+// hand-offs, issue latency, the epilogue spread over the tiles), which is what makes the larger tile win at
+// head_dim 64, plus a fixed cost per wave of blocks ("attention.ws_wave_us": one block per SM, its prologue,
+// TMA descriptor fetch, Q load and the ring's fill, and its epilogue overlap no other block's tiles), which is
+// what makes short and causal rows slower than their tiles. A priori (no measurement of the arch in archdb):
+// the whole sum exposed and no fixed costs. The H200's fit: archdb/devices/h200-sxm.json.
 constexpr double wgmma_share = 0.78;
 constexpr double exp_per_clock_per_sm = 16;
-constexpr double ws_sum_share = 0.63;
-constexpr double ws_tile_overhead_us = 0.37;
-constexpr double ws_wave_overhead_us = 5.0;
 // Registers the launch gives each thread before the roles re-balance them (setmaxnreg needs the cap that
 // __launch_bounds__(threads, 1) sets): the SM's 64 K registers over the block, in units of 8.
 int ws_launch_regs(const archdb::device_desc& d, int threads) {
@@ -147,8 +136,16 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
   }
   const atom_shape at = atom_of(device);
   const bool wgmma_arch = archdb::traits(device.isa).has_wgmma;
-  double peak = pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops;
-  if (wgmma_arch) peak *= mma_sync_share_on_wgmma_arch;
+  const archdb::calibrated_value tiled_share =
+      archdb::calibrated(device, "attention.tiled_matrix_share", wgmma_arch ? tiled_matrix_share_on_wgmma_arch : 1.0);
+  const archdb::calibrated_value tiled_wave = archdb::calibrated(device, "attention.tiled_wave_us", 0.0);
+  const archdb::calibrated_value ws_sum = archdb::calibrated(device, "attention.ws_sum_share", 1.0);
+  const archdb::calibrated_value ws_tile = archdb::calibrated(device, "attention.ws_tile_us", 0.0);
+  const archdb::calibrated_value ws_wave = archdb::calibrated(device, "attention.ws_wave_us", 0.0);
+  const auto origin = [](const archdb::calibrated_value& v) {
+    return v.measured_on.empty() ? std::string(" (a priori)") : " (measured on the " + v.measured_on + ")";
+  };
+  const double peak = (pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops) * tiled_share.value;
   const int units = std::max(1, device.occupancy_units());
   const int subparts = device.vendor_id == archdb::vendor::nvidia ? std::max(1, device.smsp_per_sm)
                                                                   : std::max(1, device.simds_per_cu * std::max(1, device.cus_per_wgp));
@@ -171,14 +168,14 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double per_tile_us = ws_sum_share * (t_mma + t_exp) * 1e6 + ws_tile_overhead_us;
-      const double t_us = double(waves) * tiles_per_block * per_tile_us + double(waves) * ws_wave_overhead_us;
+      const double per_tile_us = ws_sum.value * (t_mma + t_exp) * 1e6 + ws_tile.value;
+      const double t_us = double(waves) * tiles_per_block * per_tile_us + double(waves) * ws_wave.value;
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
-          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum_share << " of the sum exposed (measured) + "
-          << ws_tile_overhead_us << " us hand-offs, " << ws_wave_overhead_us << " us a wave (fitted); " << blocks
+          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum.value << " of the sum exposed + "
+          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave" << origin(ws_sum) << "; " << blocks
           << " blocks in "
           << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
           << "% of the last busy)";
@@ -201,7 +198,7 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
     // or a whole tile (stages 2); the other resident blocks' work hides the rest.
     const double t_tile = std::max(t_mma, t_smem) * 1e6;
     const double exposed = std::max(0.0, load_latency_us - (p.stages == 2 ? 1.0 : 0.5) * t_tile) / bps;
-    const double wave_us = wgmma_arch ? tiled_wave_overhead_us_on_wgmma_arch : 0.0;
+    const double wave_us = tiled_wave.value;
     const double t_us = double(waves) * tiles_per_block * (t_tile + exposed) + double(waves) * wave_us;
     const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
     std::ostringstream why;
@@ -210,7 +207,8 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
         << " (" << exposed << " us load latency exposed per tile), " << occ.active_warps << " warps/SM -> matrix pipe "
         << static_cast<int>(latency_util * 100) << "% fed; per tile " << (t_mma > t_smem ? "MMA" : "shared-memory")
         << "-bound (" << t_mma * 1e6 << " vs " << t_smem * 1e6 << " us per SM)";
-    if (wave_us > 0) why << ", " << wave_us << " us a wave (fitted)";
+    why << "; " << tiled_share.value << " of the matrix peak" << origin(tiled_share);
+    if (wave_us > 0) why << ", " << wave_us << " us a wave" << origin(tiled_wave);
     why << "; " << blocks << " blocks in " << waves
         << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100) << "% of the last busy)";
     return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};

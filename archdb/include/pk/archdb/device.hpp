@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -80,6 +81,11 @@ struct device_desc {
   std::vector<std::string> async_copy;    //!< e.g. "cp.async", "tma", "lds_dma_b128"
   std::vector<std::string> name_patterns; //!< '*' globs matched against queried names
 
+  //! Cost-model constants measured on this device ("calibration": {"<family>.<name>": {"value": x,
+  //! "source": "measured: device, date, command, where the fit is recorded"}}); read through calibrated(),
+  //! which also finds a measurement of another device of the same arch. Source: sources["calibration.<key>"].
+  std::map<std::string, double, std::less<>> calibration;
+
   std::map<std::string, std::string> sources;  //!< field -> source text ("[KEY] ..." or "query")
   std::map<std::string, std::string> marks;    //!< field -> "derived" | "2nd" | "unsourced" | "conflict"
 
@@ -104,6 +110,18 @@ bool load_user_devices(const std::string& path, std::string* err = nullptr);
 
 //! Device by name or alias: case-insensitive, ignoring spaces, dashes and underscores. nullptr if none.
 const device_desc* find_device(std::string_view name);
+
+//! A cost-model constant: where its value comes from.
+struct calibrated_value {
+  double value = 0;
+  //! The device whose measurement it is (d itself, or another device of d's arch), or empty: the
+  //! uncalibrated value the caller passed.
+  std::string measured_on;
+};
+//! Cost-model constant `key` ("<family>.<name>") for device d: d's own measurement, else the measurement of
+//! the first database device of the same arch that has one (the same SM design: the constants describe how a
+//! kernel runs on it), else `uncalibrated` (the model's a-priori value).
+calibrated_value calibrated(const device_desc& d, std::string_view key, double uncalibrated);
 
 //! What a backend reads from cudaGetDeviceProperties / hipGetDeviceProperties. 0 / empty = unknown.
 struct device_query {
