@@ -167,6 +167,7 @@ int cmd_show(const std::string& name, bool as_json) {
   std::cout << archdb::describe(*d);
   std::cout << "\nsources:\n";
   for (const auto& [field, src] : d->sources) {
+    if (field.rfind("calibration.", 0) == 0) continue;  // listed with their values above
     const auto m = d->marks.find(field);
     std::cout << "  " << pad(field, 28) << src << (m != d->marks.end() ? "  [" + m->second + "]" : "") << "\n";
   }
