@@ -34,8 +34,8 @@ constexpr std::size_t max_accum_bytes = 32;
 // class devices); it bounds a group's serial chain of dependent load rounds.
 constexpr double load_round_us = 0.8;
 // Fixed cost of one wave of row-operation blocks and pass (block start, the group reduction's barriers,
-// the tail of the slowest block): an initial estimate for plan_rows; the segment kernels have their own,
-// fitted one (segment_wave_overhead_us).
+// the tail of the slowest block): an initial estimate for plan_rows; the segment kernels' is calibrated per
+// device (segment_wave_us).
 constexpr double wave_overhead_us = 1.0;
 
 archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
@@ -145,13 +145,12 @@ namespace {
 // compile matrix, reduce_<dtype>.sm_*.ptxas.log), allocated in units of 8: 64 (4 blocks of 256 threads per
 // SM where 32 assumed 8).
 constexpr int segment_regs_per_thread = 64;
-// Fixed cost of one wave of per-segment blocks (launch, the group reduction, the store, retirement)
-// fitted to the H200 (bench/results/reduction-axis-h200-2026-12-01.md: reduce along the last axis, 12 shapes
-// x 3 candidates, bf16 and f32, 256-262144 columns): a warp per 1024-element row ran 40 us in 8 waves, 5 us
-// a wave where its one load round is 0.8. With this cost, the registers above and bytes in flight in place
-// of busy thread slots, the model picks the measured fastest candidate on all 12 shapes (the earlier model:
-// 32 registers, 1 us a wave, busy slots, picked a slower one on 5 of them, by up to 1.67x).
-constexpr double segment_wave_overhead_us = 5.0;
+// Fixed cost of one wave of per-segment blocks (launch, the group reduction, the store, retirement): the
+// calibration "reduction.segment_wave_us" of archdb (the H200's: archdb/devices/h200-sxm.json), a priori the
+// row operations' wave_overhead_us.
+archdb::calibrated_value segment_wave_us(const archdb::device_desc& device) {
+  return archdb::calibrated(device, "reduction.segment_wave_us", wave_overhead_us);
+}
 
 // The split kernel's registers: it is compiled to fit split_policy::blocks_per_sm blocks per SM (launch
 // bounds), so on NVIDIA its registers are at most the register file over that many blocks, and the plan
@@ -220,6 +219,8 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
   }
   const int vec = std::max(1, 16 / elem_bytes);
   const double seg_bytes = avg_len * elem_bytes;
+  const archdb::calibrated_value wave = segment_wave_us(device);
+  const double wave_us = wave.value;
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const std::size_t i = static_cast<std::size_t>(&c - cands.data());
     if (i < first)
@@ -236,16 +237,17 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
     // A group's chain of dependent load rounds (U vectors in flight each) and the fixed cost, per wave.
     const double rounds = std::ceil(avg_len / (static_cast<double>(p.group_threads) * vec));
-    double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
+    double chain_us = static_cast<double>(waves) * (std::ceil(rounds / p.unroll) * load_round_us + wave_us);
     // Lengths the host does not see (segmented_reduce): ranked on the worst distribution of the elements,
     // one segment holding them all, which one group reads alone (H200, power-law lengths: the warp per
     // segment ran 3x the even split, bench/results/reduction-h200-2026-12-01-split.md).
     const double worst_rounds = std::ceil(bytes / elem_bytes / (static_cast<double>(p.group_threads) * vec));
-    if (split) chain_us = std::max(chain_us, std::ceil(worst_rounds / p.unroll) * load_round_us + segment_wave_overhead_us);
+    if (split) chain_us = std::max(chain_us, std::ceil(worst_rounds / p.unroll) * load_round_us + wave_us);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
         << static_cast<int>(f.per_sm / 1024) << " KB in flight per SM of " << static_cast<int>(f.needed / 1024)
-        << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us"
+        << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us (" << wave_us
+        << " us a wave, " << (wave.measured_on.empty() ? "a priori" : "measured on the " + wave.measured_on) << ")"
         << (split ? " (lengths unknown: one segment of every element)" : "");
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
