@@ -11,7 +11,8 @@
 //  - softmax / log_softmax: a row that is all -inf gives 0 / -inf everywhere. A -inf among other
 //    values gives exactly 0 / -inf there. A row holding a NaN or a +inf is NaN everywhere (as PyTorch:
 //    exp(x - max) is NaN at the +inf, so is the row sum). -0 counts as 0; a row of subnormals (or of
-//    -0) is uniform: 1 / cols, log_softmax -log(cols).
+//    -0) is uniform: 1 / cols, log_softmax -log(cols). bf16/f16 softmax outputs below 2^-126 are 0
+//    (the exponentials flush there; bf16 subnormal probabilities are not produced).
 //  - layer_norm: y = (x - mean) * rstd * weight (+ bias), rstd = 1 / sqrt(var + eps), var the
 //    population variance. The statistics are those of x - K, K the row's first element (exact for
 //    data within a factor of 2 of K; Welford per thread, Chan's merge), and x - mean is evaluated as
