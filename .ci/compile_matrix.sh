@@ -7,11 +7,10 @@
 # OUT_DIR/timings.tsv (tu, arch, seconds, rc).
 set -uo pipefail
 build=${1:?build dir}; out=${2:?out dir}
-# sm_100a and sm_120 compile (nvcc 13.0; PK_MATRIX_CUDA_ARCHS="100a 120") but are not in CI's default
-# list: CI's time budget on 2 cores has no room for two more columns yet. Their reports are not clean
-# either: the f32 mean/variance (Welford) instances of the device-wide reduce spill 20-52 B there (reduce_f32,
-# 2026-12-01), which reduce_policy.hpp does not declare, so the resource check fails on them.
-cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a"}
+# sm_100a (B200) and sm_120 (RTX 5090, RTX PRO 6000 Blackwell) are columns since 2026-12-02: about 130 s each on
+# 2 cores (34 TUs). Their only spills, the f32/f16/bf16 mean/variance instances of the device-wide reduce (IEEE
+# division's slow-path calls), are declared for those archs alone (reduce_policy.hpp, declared_spilling_kernels).
+cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a 100a 120"}
 hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx1100"}
 jobs=${PK_MATRIX_JOBS:-$(nproc)}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}

@@ -5,7 +5,7 @@
 #   .ci/resource_check.sh REPORT_DIR [extra pk resource-check options, e.g. --verbose or --json]
 #
 # REPORT_DIR holds what .ci/compile_matrix.sh writes (other files are ignored):
-#   <tu>.sm_<XY>.ptxas.log   nvcc -Xptxas -v output (stderr) of one TU for one CUDA arch (80, 86, 89, 90a)
+#   <tu>.sm_<XY>.ptxas.log   nvcc -Xptxas -v output (stderr) of one TU for one CUDA arch (80, 86, 89, 90a, 100a, 120)
 #   <tu>.<gfx>.remarks       clang-19 -Rpass-analysis=kernel-resource-usage output of one TU for one gfx target
 # The candidates (per family: instance, mangled-name fragment, threads, planned shared memory) come
 # from the pk tool of the host build (`pk candidates --arch A --json` shows them); the device limits

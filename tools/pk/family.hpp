@@ -76,9 +76,9 @@ class family {
   [[nodiscard]] virtual archdb::tuning_key tuning_key(const archdb::device_desc& d) const = 0;
   //! The instances compiled for `a` (every dtype), for the resource check.
   [[nodiscard]] virtual std::vector<manifest_entry> manifest(archdb::arch a) const = 0;
-  //! Fragments of mangled names of this family's kernels whose spills the family declares (its
+  //! Fragments of mangled names of this family's kernels whose spills the family declares on arch `a` (its
   //! candidates' manifest entries say so too; this also covers kernels that are no candidate).
-  [[nodiscard]] virtual std::vector<std::string> declared_spills() const { return {}; }
+  [[nodiscard]] virtual std::vector<std::string> declared_spills(archdb::arch) const { return {}; }
 
   //! Allocates inputs on `s`, fills them with fresh random data from `seed` and computes the CPU
   //! reference in double.

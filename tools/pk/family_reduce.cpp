@@ -134,7 +134,7 @@ class reduce_family final : public family {
         e.symbol = "segment_reduce_kernelILi" + std::to_string(pol.block_threads) + "ELi" +
                    std::to_string(pol.group_threads) + "ELi" + std::to_string(pol.unroll) + "E" + d.mangled;
         e.planned = ps.all[i].res;
-        e.declares_spills = declares(e.symbol);
+        e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
       }
       // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, BlocksPerSm, T, ...>,
@@ -150,7 +150,7 @@ class reduce_family final : public family {
                    std::to_string(reduction::split_unroll(pol, static_cast<std::size_t>(bytes))) + "ELi" +
                    std::to_string(pol.blocks_per_sm) + "E" + d.mangled;
         e.planned = pv.all[i].res;
-        e.declares_spills = declares(e.symbol);
+        e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
       }
       const archdb::plan p = reduction::plan_reduce(*dev, 1, bytes);
@@ -164,7 +164,7 @@ class reduce_family final : public family {
                    std::to_string(reduction::scaled_items(pol, static_cast<std::size_t>(bytes))) + "ELi" +
                    std::to_string(reduction::scaled_vector(pol, static_cast<std::size_t>(bytes))) + "E" + d.mangled;
         e.planned = p.all[i].res;
-        e.declares_spills = declares(e.symbol);
+        e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
       }
     }
@@ -180,19 +180,22 @@ class reduce_family final : public family {
         e.instance = pr.all[i].name + "_" + d.name;
         e.symbol = "repro_sum_kernelILi" + std::to_string(reduction::reproducible_candidates[i]) + "E" + d.mangled;
         e.planned = pr.all[i].res;
-        e.declares_spills = declares(e.symbol);
+        e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
       }
     }
     return out;
   }
 
-  [[nodiscard]] std::vector<std::string> declared_spills() const override {
-    return {reduction::declared_spilling_kernels.begin(), reduction::declared_spilling_kernels.end()};
+  [[nodiscard]] std::vector<std::string> declared_spills(archdb::arch a) const override {
+    std::vector<std::string> out;
+    for (const reduction::spill_declaration& d : reduction::declared_spilling_kernels)
+      if (reduction::declares_on(d, archdb::name_of(a))) out.emplace_back(d.kernel);
+    return out;
   }
-  static bool declares(const std::string& symbol) {
-    for (const char* k : reduction::declared_spilling_kernels)
-      if (symbol.find(k) != std::string::npos) return true;
+  static bool declares(const std::string& symbol, archdb::arch a) {
+    for (const reduction::spill_declaration& d : reduction::declared_spilling_kernels)
+      if (reduction::declares_on(d, archdb::name_of(a)) && symbol.find(d.kernel) != std::string::npos) return true;
     return false;
   }
 

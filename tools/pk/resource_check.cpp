@@ -364,17 +364,18 @@ int resource_check_main(const resource_check_options& o) {
   }
   // Spills in kernels that are no candidate (test kernels, helpers of other families), unless a
   // family declares them.
-  std::vector<std::string> declared;
-  for (const auto& reg : families())
-    for (auto& k : reg.make()->declared_spills()) declared.push_back(std::move(k));
-  const auto is_declared = [&](const std::string& sym) {
-    for (const auto& k : declared)
-      if (sym.find(k) != std::string::npos) return true;
+  std::map<archdb::arch, std::vector<std::string>> declared;
+  for (const auto a : archs)
+    for (const auto& reg : families())
+      for (auto& k : reg.make()->declared_spills(a)) declared[a].push_back(std::move(k));
+  const auto is_declared = [&](const kernel_report& r) {
+    for (const auto& k : declared[r.isa])
+      if (r.symbol.find(k) != std::string::npos) return true;
     return false;
   };
   for (const auto& r : reports) {
     if (matched_kernels.count(std::string(archdb::name_of(r.isa)) + "|" + r.symbol)) continue;
-    if ((r.spill_bytes > 0 || r.sgpr_spills > 0) && is_declared(r.symbol))
+    if ((r.spill_bytes > 0 || r.sgpr_spills > 0) && is_declared(r))
       record("ok", archdb::name_of(r.isa), r.symbol,
              "spills " + std::to_string(r.spill_bytes) + " B, " + std::to_string(r.sgpr_spills) + " SGPRs (" + r.file +
                  "): declared by its family");

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace pk::reduction {
 
@@ -200,31 +201,60 @@ inline std::string reproducible_name(int block_threads) { return "repro_sum_b" +
 }  // namespace pk::reduction
 
 namespace pk::reduction {
+//! A kernel that spills, declared: a fragment of its mangled name (the resource check matches it against
+//! the compiler's reports) and the archs (archdb names, space-separated) whose reports showed the spill, or
+//! "*" for a declaration that predates per-arch declarations and holds on every arch.
+struct spill_declaration {
+  const char* kernel;
+  const char* archs;
+};
+//! Whether declaration d covers arch `arch_name` (archdb::name_of).
+constexpr bool declares_on(const spill_declaration& d, std::string_view arch_name) {
+  const std::string_view a = d.archs;
+  if (a == "*") return true;
+  for (std::size_t i = 0; i < a.size();) {
+    const std::size_t j = a.find(' ', i);
+    if (a.substr(i, j == std::string_view::npos ? a.size() - i : j - i) == arch_name) return true;
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  return false;
+}
 //! Reduction kernels that spill registers on some NVIDIA arch (ptxas -v, CUDA 13.0, the CI compile
 //! matrix, 2026-11-30): 8-300 bytes per thread, worst in the f64 row kernels of 1024 threads (188-300 B)
 //! and the per-segment kernels (12-48 B); on gfx90a/gfx942 the f16 row kernels spill SGPRs only. They are
 //! declared so that the CI resource check accepts them and keeps rejecting any other spill; each is a
 //! performance defect to remove (less per-thread state), not a tuning choice. Fragments of the mangled
 //! kernel names (the resource check matches them against the compiler's reports).
-inline constexpr std::array<const char*, 8> declared_spilling_kernels{{
-    "rows_stream_kernel",
+inline constexpr std::array<spill_declaration, 14> declared_spilling_kernels{{
+    {"rows_stream_kernel", "*"},
     // The on-chip row kernels (the CI compile matrix's reports, 2026-12-01): every instance spills SGPRs on
     // gfx90a/gfx942 (4-64 per wave); layer_norm also spills to scratch: 16-bit 304 B (gfx942 f16), fp32
     // 44-172 B (gfx90a/gfx942/gfx1100) and 8-12 B on sm_80. None spill on sm_90a. The layer_norm
     // instances keep weight, bias and x - K live for the output pass (111-148 registers on sm_90a).
-    "rows_onchip_kernel",
-    "segment_reduce_kernel",
+    {"rows_onchip_kernel", "*"},
+    {"segment_reduce_kernel", "*"},
     // The even split (split_agent.hpp), compiled for 5 blocks of 128 per SM (96 registers on NVIDIA). On
     // sm_90a (ptxas -v, CUDA 13.0, 2026-12-02): f32 argmin/argmax 88 B and f64 argmin/argmax 24 B, the
     // others (bf16 and u8 included, with split_unroll's vectors) none; unbounded, the f32 sum and prod had
     // spilled 20-32 B at 80 registers on sm_80 and sm_90a; on gfx942 (clang-19 remarks, 2026-12-01; HIP does
     // not apply the bound) 101 SGPRs (32 B scratch a lane) in argmin/argmax.
-    "segment_split_kernel",
-    "repro_sum_kernel",
-    "strided_reduce_kernel",
-    "reduce_single_pass_kernelILi512ELi4",  // the f64 instance of {512, 8, 4}: 32-40 B on sm_80/86
+    {"segment_split_kernel", "*"},
+    {"repro_sum_kernel", "*"},
+    {"strided_reduce_kernel", "*"},
+    {"reduce_single_pass_kernelILi512ELi4", "*"},  // the f64 instance of {512, 8, 4}: 32-40 B on sm_80/86
     // The f64 instance of {256, 16, 4}: its Welford (mean/variance on x - K) kernel spills 24-40 B on
     // sm_80/86/89/90a since the shifted formulation (CI compile matrix, 2026-11-30).
-    "reduce_single_pass_kernelILi256ELi8ELi2Ed",
+    {"reduce_single_pass_kernelILi256ELi8ELi2Ed", "*"},
+    // The mean/variance (Welford) instances of the f32, f16 and bf16 device-wide reduce on sm_100a and sm_120
+    // (ptxas -v, CUDA 13.0, 2026-12-02): 20-68 B at 40 registers, the same with -maxrregcount=64, 8 B left
+    // with the merge's division replaced by div.approx: the stack traffic of IEEE division's slow-path
+    // subroutine calls, not register pressure. None on sm_80/86/89/90a.
+    {"reduce_single_pass_kernelILi512ELi8ELi4Ef", "sm_100 sm_120"},
+    {"reduce_single_pass_kernelILi512ELi16ELi8ENS_4fp16E", "sm_100 sm_120"},
+    {"reduce_single_pass_kernelILi512ELi16ELi8ENS_4bf16E", "sm_100 sm_120"},
+    {"reduce_single_pass_kernelILi256ELi16ELi4Ef", "sm_100"},
+    {"reduce_single_pass_kernelILi256ELi32ELi8ENS_4fp16E", "sm_100"},
+    {"reduce_single_pass_kernelILi256ELi32ELi8ENS_4bf16E", "sm_100"},
 }};
 }  // namespace pk::reduction
