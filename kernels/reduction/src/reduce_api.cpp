@@ -288,8 +288,17 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
       c.unavailable = "a row of " + std::to_string(cols) + " elements exceeds what the group holds on chip (" +
                       std::to_string(p.group_threads) + " threads x " + std::to_string(held_elements(p, elem_bytes)) +
                       " = " + std::to_string(cap) + " elements of " + std::to_string(elem_bytes) + " bytes)";
+    // The 128-thread on-chip block for 16-bit layer_norm: its instance is bounded to 512 threads per SM (the
+    // weight, bias and x - K it keeps live), one 8 KB row per block, and measured slower than the streaming
+    // warp the model ranks just behind it (H200, 8192 x 4096 bf16: 86.7 against 66-72 us,
+    // bench/results/reduction-h200-2026-12-02-axis.md); the model does not see that loss of rows in flight.
+    else if (on_chip(p) && p.block_threads == 128 && op == row_op::layer_norm && elem_bytes == 2)
+      c.unavailable = "16-bit layer_norm on a 128-thread block holds too few rows in flight (measured slower than "
+                      "streaming)";
     cands.push_back(c);
   }
+  // Fixed time of one wave of row blocks: archdb calibration "reduction.rows_wave_us", a priori wave_overhead_us.
+  const archdb::calibrated_value rows_wave = archdb::calibrated(device, "reduction.rows_wave_us", wave_overhead_us);
   return archdb::choose(device, cands, [&](const archdb::candidate& c, const archdb::occupancy_result& occ) {
     const row_policy& p = row_candidates[static_cast<std::size_t>(&c - cands.data())];
     const std::int64_t per_block = p.block_threads / p.group_threads;
@@ -312,7 +321,7 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     // A group's chain per wave: its dependent load rounds per pass (one on chip: every load at once) and
     // a fixed cost per wave of blocks (start, the group reductions, the slowest block).
     const double rounds = on_chip(p) ? 1.0 : std::ceil(row_bytes / round_bytes);
-    const double chain_us = static_cast<double>(waves) * (passes * rounds * load_round_us + wave_overhead_us);
+    const double chain_us = static_cast<double>(waves) * (passes * rounds * load_round_us + rows_wave.value);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(f.per_sm / 1024)
         << " KB in flight per SM (" << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
@@ -320,7 +329,8 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
             : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
                        : std::string("row read once"))
         << ": stream "
-        << stream_us << " us, chain " << chain_us << " us";
+        << stream_us << " us, chain " << chain_us << " us (" << rows_wave.value << " us a wave, "
+        << (rows_wave.measured_on.empty() ? "a priori" : "measured on the " + rows_wave.measured_on) << ")";
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
 }

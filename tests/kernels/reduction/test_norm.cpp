@@ -101,12 +101,25 @@ void check_rows(const stream& s, which w, shape sh, const std::vector<T>& x, con
     case which::rms_norm: st = rms_norm(s, a); break;
   }
   if (policy >= 0) {
-    // A forced on-chip candidate holds rows up to its capacity and refuses wider ones, naming it.
+    // A forced on-chip candidate holds rows up to its capacity and refuses wider ones, naming it; a candidate
+    // the planner rules out for the operation (16-bit layer_norm on the 128-thread block) is refused with the
+    // planner's reason.
     const reduction::row_policy& p = reduction::row_candidates[static_cast<std::size_t>(policy)];
     const bool holds = !reduction::on_chip(p) || sh.cols <= reduction::row_capacity(p, static_cast<int>(sizeof(T)));
     if (!holds) {
       ASSERT_EQ(st.code(), errc::unsupported) << st.to_string();
       ASSERT_NE(st.message().find("on chip"), std::string::npos) << st.message();
+      return;
+    }
+    const reduction::row_op op = w == which::softmax       ? reduction::row_op::softmax
+                                 : w == which::log_softmax ? reduction::row_op::log_softmax
+                                 : w == which::rms_norm    ? reduction::row_op::rms_norm
+                                                           : reduction::row_op::layer_norm;
+    const archdb::plan pl = reduction::plan_rows(s.device(), op, sh.rows, sh.cols, static_cast<int>(sizeof(T)));
+    const archdb::plan::considered& c = pl.all[static_cast<std::size_t>(policy)];
+    if (!c.fits) {
+      ASSERT_EQ(st.code(), errc::unsupported) << st.to_string();
+      ASSERT_NE(st.message().find(c.reason.substr(0, 40)), std::string::npos) << st.message() << " / " << c.reason;
       return;
     }
   }

@@ -155,7 +155,9 @@ constexpr int row_vectors(const row_policy& p, int elem_bytes) {
 constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
   return on_chip(p) ? std::int64_t{p.group_threads} * held_elements(p, elem_bytes) : 0;
 }
-// On chip: a warp per row up to 1024 elements (512 f64), a 256-thread block per row up to 8192, a
+// On chip: a warp per row up to 1024 elements (512 f64), a 128-thread block per row up to 4096 (twice the
+// rows in flight per SM of the 256-thread block at the same threads per SM: H200 ncu of the on-chip kernel,
+// 16-bit softmax: L1TEX waits the top stall at 4 resident blocks), a 256-thread block per row up to 8192, a
 // 512-thread block per row up to 16384. Streaming: a warp per row, a 256-thread block per row, and a
 // 1024-thread block per row for the widest rows. A group handles one row after another, so the rows in
 // flight per SM hide the latency: where an on-chip kernel needs many registers (layer_norm) the
@@ -166,8 +168,9 @@ constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
 // threads (64K registers per SM / 512). At 1024 threads (64 registers) the fp32 and fp64 kernels spilled
 // 24-690 bytes; holding 64 fp32 values a thread made ptxas use 230-254 registers at 256 threads. Rows
 // between two capacities run on the larger one with idle slots; the planner weighs them (plan_rows).
-inline constexpr std::array<row_policy, 6> row_candidates{{
+inline constexpr std::array<row_policy, 7> row_candidates{{
     {256, 32, 32},
+    {128, 128, 32},
     {256, 256, 32},
     {512, 512, 32},
     {256, 32, 0},
