@@ -8,8 +8,9 @@
 set -uo pipefail
 build=${1:?build dir}; out=${2:?out dir}
 # sm_100a (B200) and sm_120 (RTX 5090, RTX PRO 6000 Blackwell) are columns since 2026-12-02: about 130 s each on
-# 2 cores (34 TUs). Their only spills, the f32/f16/bf16 mean/variance instances of the device-wide reduce (IEEE
-# division's slow-path calls), are declared for those archs alone (reduce_policy.hpp, declared_spilling_kernels).
+# 2 cores (34 TUs). Their spills beyond the kernels declared on every arch, the f32/f16/bf16 mean/variance
+# instances of the device-wide reduce (IEEE division's slow-path calls), are declared for those two archs alone
+# (reduce_policy.hpp, declared_spilling_kernels).
 cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a 100a 120"}
 hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx1100"}
 jobs=${PK_MATRIX_JOBS:-$(nproc)}
