@@ -193,9 +193,9 @@ class reduce_family final : public family {
       if (reduction::declares_on(d, archdb::name_of(a))) out.emplace_back(d.kernel);
     return out;
   }
-  static bool declares(const std::string& symbol, archdb::arch a) {
-    for (const reduction::spill_declaration& d : reduction::declared_spilling_kernels)
-      if (reduction::declares_on(d, archdb::name_of(a)) && symbol.find(d.kernel) != std::string::npos) return true;
+  [[nodiscard]] bool declares(const std::string& symbol, archdb::arch a) const {
+    for (const std::string& k : declared_spills(a))
+      if (symbol.find(k) != std::string::npos) return true;
     return false;
   }
 

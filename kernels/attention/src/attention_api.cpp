@@ -142,9 +142,6 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
   const archdb::calibrated_value ws_sum = archdb::calibrated(device, "attention.ws_sum_share", 1.0);
   const archdb::calibrated_value ws_tile = archdb::calibrated(device, "attention.ws_tile_us", 0.0);
   const archdb::calibrated_value ws_wave = archdb::calibrated(device, "attention.ws_wave_us", 0.0);
-  const auto origin = [](const archdb::calibrated_value& v) {
-    return v.measured_on.empty() ? std::string(" (a priori)") : " (measured on the " + v.measured_on + ")";
-  };
   const double peak = (pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops) * tiled_share.value;
   const int units = std::max(1, device.occupancy_units());
   const int subparts = device.vendor_id == archdb::vendor::nvidia ? std::max(1, device.smsp_per_sm)
@@ -175,7 +172,7 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
           << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum.value << " of the sum exposed + "
-          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave" << origin(ws_sum) << "; " << blocks
+          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << ws_sum.origin() << "); " << blocks
           << " blocks in "
           << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
           << "% of the last busy)";
@@ -207,8 +204,8 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
         << " (" << exposed << " us load latency exposed per tile), " << occ.active_warps << " warps/SM -> matrix pipe "
         << static_cast<int>(latency_util * 100) << "% fed; per tile " << (t_mma > t_smem ? "MMA" : "shared-memory")
         << "-bound (" << t_mma * 1e6 << " vs " << t_smem * 1e6 << " us per SM)";
-    why << "; " << tiled_share.value << " of the matrix peak" << origin(tiled_share);
-    if (wave_us > 0) why << ", " << wave_us << " us a wave" << origin(tiled_wave);
+    why << "; " << tiled_share.value << " of the matrix peak (" << tiled_share.origin() << ")";
+    if (wave_us > 0) why << ", " << wave_us << " us a wave (" << tiled_wave.origin() << ")";
     why << "; " << blocks << " blocks in " << waves
         << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100) << "% of the last busy)";
     return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};

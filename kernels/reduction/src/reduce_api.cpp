@@ -247,7 +247,7 @@ archdb::plan plan_groups(const archdb::device_desc& device, std::int64_t segment
     why << blocks << " blocks of " << per_block << " segment(s) (" << waves << " wave(s)), "
         << static_cast<int>(f.per_sm / 1024) << " KB in flight per SM of " << static_cast<int>(f.needed / 1024)
         << " KB to stream, stream " << stream_us << " us, load chain " << chain_us << " us (" << wave_us
-        << " us a wave, " << (wave.measured_on.empty() ? "a priori" : "measured on the " + wave.measured_on) << ")"
+        << " us a wave, " << wave.origin() << ")"
         << (split ? " (lengths unknown: one segment of every element)" : "");
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
@@ -330,7 +330,7 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
                        : std::string("row read once"))
         << ": stream "
         << stream_us << " us, chain " << chain_us << " us (" << rows_wave.value << " us a wave, "
-        << (rows_wave.measured_on.empty() ? "a priori" : "measured on the " + rows_wave.measured_on) << ")";
+        << rows_wave.origin() << ")";
     return archdb::cost_estimate{std::max(stream_us, chain_us), why.str()};
   });
 }

@@ -117,6 +117,8 @@ struct calibrated_value {
   //! The device whose measurement it is (d itself, or another device of d's arch), or empty: the
   //! uncalibrated value the caller passed.
   std::string measured_on;
+  //! Where the value comes from, for a plan's reasons: "measured on the <device>" or "a priori".
+  [[nodiscard]] std::string origin() const { return measured_on.empty() ? "a priori" : "measured on the " + measured_on; }
 };
 //! Cost-model constant `key` ("<family>.<name>") for device d: d's own measurement, else the measurement of
 //! the first database device of the same arch that has one (the same SM design: the constants describe how a

@@ -7,6 +7,10 @@
 
 PK_DETAIL_TARGET_BEGIN
 
+//! log2(e) and ln(2): exp(x) = 2^(x log2 e) and ln(x) = log2(x) ln 2 on the exp2 and log2 units.
+inline constexpr float log2e = 1.44269504088896340736f;
+inline constexpr float ln2 = 0.693147180559945309f;
+
 //! 2^x with at most 2 ulp error (CUDA ex2.approx.ftz.f32, AMD v_exp_f32); exp2(-inf) = 0, subnormal
 //! results may flush to 0.
 PK_DEVICE PK_FORCEINLINE float exp2_fast(float x) {

@@ -19,8 +19,8 @@ PK_DETAIL_TARGET_BEGIN
 namespace impl::attn {
 
 inline constexpr float neg_inf = -__builtin_huge_valf();
-inline constexpr float ln2 = 0.693147180559945309f;
-inline constexpr float log2e = 1.44269504088896340736f;
+using ::pk::ln2;
+using ::pk::log2e;
 
 //! Row statistics of MT row blocks of accumulators in `Layout` (one fragment grid [MT][*] of Frag, whose
 //! values v[e] follow Layout's C layout). A view: the statistics are the caller's arrays

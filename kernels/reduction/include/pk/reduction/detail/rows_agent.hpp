@@ -31,7 +31,7 @@ namespace impl {
 template <class A>
 PK_DEVICE PK_FORCEINLINE A acc_exp(A x) {
   if constexpr (sizeof(A) == 4) {
-    return ::exp2f(x * 1.44269504088896341f);
+    return ::exp2f(x * log2e);
   } else {
     return ::exp(x);
   }
@@ -44,7 +44,7 @@ PK_DEVICE PK_FORCEINLINE A acc_exp(A x) {
 template <class T, class A>
 PK_DEVICE PK_FORCEINLINE A term_exp(A x) {
   if constexpr (sizeof(A) == 4 && sizeof(T) == 2) {
-    return exp2_fast(x * 1.44269504088896341f);
+    return exp2_fast(x * log2e);
   } else {
     return acc_exp(x);
   }
@@ -54,7 +54,7 @@ PK_DEVICE PK_FORCEINLINE A term_exp(A x) {
 template <class A>
 PK_DEVICE PK_FORCEINLINE A acc_log(A x) {
   if constexpr (sizeof(A) == 4) {
-    return log2_fast(x) * 0.693147180559945309f;
+    return log2_fast(x) * ln2;
   } else {
     return ::log(x);
   }
