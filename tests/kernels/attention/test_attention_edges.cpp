@@ -96,6 +96,28 @@ TEST_P(AttentionEdges, VarlenWindowsAtSequenceAndTotalBoundaries) {
 }
 
 // The planner's key-range count is 64-bit: unclamped INT_MAX windows count the same tiles as no window.
+// Scaled scores past 2^31 (a softmax scale of 2^40: what queries and keys of magnitude 10^4 give at head_dim 128):
+// the online softmax's fused multiply-subtract would hand exp2 the product's rounding error, up to 2^-24 of the
+// score, and overflow (NaN rows) or underflow the largest score's probability (LSE -inf, output 0).
+TEST_P(AttentionEdges, HugeScoresStayFinite) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  for (const float scale : {0x1p40f, 0x1p20f})
+    for (const bool causal : {false, true}) {
+      attn_case c;
+      c.heads_q = 2;
+      c.heads_kv = 1;
+      c.d = 64;
+      c.sq = {45};
+      c.sk = {77};
+      c.causal = causal;
+      c.scale = scale;
+      run_case(s, c, sd + static_cast<std::uint64_t>(causal));
+      if (HasFatalFailure()) return;
+    }
+}
+
 TEST_P(AttentionEdges, PlannerCountsHugeWindowsAsNone) {
   PK_TEST_STREAM(GetParam(), s);
   for (auto [q, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {70000, 200}, {200, 70000}}) {

@@ -11,6 +11,16 @@ PK_DETAIL_TARGET_BEGIN
 inline constexpr float log2e = 1.44269504088896340736f;
 inline constexpr float ln2 = 0.693147180559945309f;
 
+//! x * y rounded once, never fused into a neighbouring addition (CUDA/HIP __fmul_rn; the host targets compile
+//! for x86-64 without FMA, where nothing contracts).
+PK_DEVICE PK_FORCEINLINE float mul_rn(float x, float y) {
+#if defined(PK_DETAIL_BACKEND_CUDA) || defined(PK_DETAIL_BACKEND_HIP)
+  return __fmul_rn(x, y);
+#else
+  return x * y;
+#endif
+}
+
 //! 2^x with at most 2 ulp error (CUDA ex2.approx.ftz.f32, AMD v_exp_f32); exp2(-inf) = 0, subnormal
 //! results may flush to 0.
 PK_DEVICE PK_FORCEINLINE float exp2_fast(float x) {

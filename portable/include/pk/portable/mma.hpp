@@ -20,6 +20,7 @@
 // Atoms are class templates over the 16-bit input type so that only the selected atom's instruction is
 // ever instantiated (each builtin exists only on its own target); the named aliases are the atoms.
 #pragma once
+#include <pk/portable/fp8.hpp>
 #include <pk/portable/numeric.hpp>
 #include <pk/portable/warp.hpp>
 
@@ -149,6 +150,136 @@ PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_gr
 }
 }  // namespace mma_load
 
+namespace mma_layout {
+//! True when the `run` values starting at each multiple of `run` are consecutive in K (A operand).
+template <class Atom>
+constexpr bool a_runs_contiguous() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::a_vals; ++v)
+      if (v % Atom::a_run != 0 && (Atom::a_k(l, v) != Atom::a_k(l, v - 1) + 1 || Atom::a_m(l, v) != Atom::a_m(l, v - 1)))
+        return false;
+  return true;
+}
+template <class Atom>
+constexpr bool b_runs_contiguous() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::b_vals; ++v)
+      if (v % Atom::b_run != 0 && (Atom::b_k(l, v) != Atom::b_k(l, v - 1) + 1 || Atom::b_n(l, v) != Atom::b_n(l, v - 1)))
+        return false;
+  return true;
+}
+//! True when value v of C lies on the same row in the c_row_lanes lanes that differ only in their low
+//! bits (so a row statistic of value v reduces with xor shuffles over those lanes).
+template <class Atom>
+constexpr bool c_rows_in_low_lane_bits() {
+  for (int l = 0; l < Atom::lanes; ++l)
+    for (int v = 0; v < Atom::c_vals; ++v)
+      for (int x = 1; x < Atom::c_row_lanes; ++x)
+        if (Atom::c_m(l ^ x, v) != Atom::c_m(l, v)) return false;
+  return true;
+}
+//! When the accumulators of K/N adjacent C tiles are, in the same lane, exactly the A operand of the
+//! next product (mma.sync: the FlashAttention-2 register reuse of P), `c_to_a_tile(v)` / `c_to_a_val(v)`
+//! say which C tile and value feed A value v; otherwise c_feeds_a() is false and P goes through memory.
+template <class Atom>
+constexpr int c_to_a_tile(int v) { return Atom::a_k(0, v) / Atom::N; }
+template <class Atom>
+constexpr int c_to_a_val(int v) {
+  for (int w = 0; w < Atom::c_vals; ++w)
+    if (Atom::c_m(0, w) == Atom::a_m(0, v) && Atom::c_n(0, w) == Atom::a_k(0, v) % Atom::N) return w;
+  return -1;
+}
+template <class Atom>
+constexpr bool c_feeds_a() {
+  if (Atom::K % Atom::N != 0) return false;
+  for (int v = 0; v < Atom::a_vals; ++v) {
+    const int w = c_to_a_val<Atom>(v);
+    if (w < 0) return false;
+    for (int l = 0; l < Atom::lanes; ++l)
+      if (Atom::c_m(l, w) != Atom::a_m(l, v) || Atom::c_n(l, w) != Atom::a_k(l, v) % Atom::N ||
+          Atom::a_k(l, v) / Atom::N != c_to_a_tile<Atom>(v))
+        return false;
+  }
+  return true;
+}
+}  // namespace mma_layout
+
+// ---------------------------------------------------------------------------------------------------
+// B operands from FP8 e4m3 codes in shared memory (KV caches), converted in registers to the atom's fp16
+// inputs (pk/portable/fp8.hpp: exact, each value times 2^-fp8_convert_shift<fp16, Fnuz>):
+//   load_b_nk_fp8<Fnuz>(b_frag (&)[b_group], codes, ld, lane)   from a K-contiguous tile [n][k] of codes
+//   load_b_kn_fp8<Fnuz>(b_frag (&)[b_group], codes, ld, lane)   from an N-contiguous tile [k][n] of codes
+// (`ld` in bytes). A byte tile cannot be read with the 16-bit operand layouts' instructions as is, so an
+// atom may read the codes in another order, which it states as two column maps:
+//   fp8_k_col(k): the tile column (within a block of K) that holds the operand's k index for load_b_nk_fp8;
+//                 the A operand it multiplies must then be stored with its columns in the same order;
+//   fp8_n_col(c): the tile column (within a block of b_group * N) that load_b_kn_fp8 reads for output
+//                 column c; column c of the product then holds the values of tile column fp8_n_col(c).
+// Both maps are identities on atoms that read the codes through their layout functions alone. The generic
+// loads below implement the definition (the emulator's, and AMD's); an atom's own may be faster.
+namespace mma_fp8 {
+template <class Atom, bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void put4(typename Atom::b_frag& f, int v, std::uint32_t codes) {
+  std::uint32_t lo, hi;
+  fp8x4_to<fp16, Fnuz>(codes, lo, hi);
+  __builtin_memcpy(&f.v[v], &lo, sizeof lo);
+  __builtin_memcpy(&f.v[v + 2], &hi, sizeof hi);
+}
+template <class Atom>
+constexpr bool nk_runs_of_four() {
+  if (Atom::b_run % 4 != 0 || Atom::b_vals % 4 != 0) return false;
+  for (int k = 0; k < Atom::K; ++k)
+    if (Atom::fp8_k_col(k) != k) return false;
+  return mma_layout::b_runs_contiguous<Atom>();
+}
+template <class Atom, bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void b_nk_generic(typename Atom::b_frag (&f)[Atom::b_group], const std::uint8_t* tile, int ld, int lane) {
+  static_assert(std::is_same_v<typename Atom::element, fp16> && Atom::b_vals % 4 == 0, "FP8 operands: fp16 atoms, whole pairs of pairs");
+#pragma unroll
+  for (int g = 0; g < Atom::b_group; ++g)
+#pragma unroll
+    for (int v = 0; v < Atom::b_vals; v += 4) {
+      std::uint32_t codes = 0;
+      if constexpr (nk_runs_of_four<Atom>()) {
+        codes = load_vec<1>(reinterpret_cast<const std::uint32_t*>(tile + (g * Atom::N + Atom::b_n(lane, v)) * ld + Atom::b_k(lane, v)))[0];
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          codes |= std::uint32_t{tile[(g * Atom::N + Atom::b_n(lane, v + i)) * ld + Atom::fp8_k_col(Atom::b_k(lane, v + i))]} << (8 * i);
+      }
+      put4<Atom, Fnuz>(f[g], v, codes);
+    }
+}
+template <class Atom, bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_group], const std::uint8_t* tile, int ld, int lane) {
+  static_assert(std::is_same_v<typename Atom::element, fp16> && Atom::b_vals % 4 == 0, "FP8 operands: fp16 atoms, whole pairs of pairs");
+#pragma unroll
+  for (int g = 0; g < Atom::b_group; ++g)
+#pragma unroll
+    for (int v = 0; v < Atom::b_vals; v += 4) {
+      std::uint32_t codes = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        codes |= std::uint32_t{tile[Atom::b_k(lane, v + i) * ld + Atom::fp8_n_col(g * Atom::N + Atom::b_n(lane, v + i))]} << (8 * i);
+      put4<Atom, Fnuz>(f[g], v, codes);
+    }
+}
+//! The tile column of output column c of a product whose B operand came from load_b_kn_fp8.
+template <class Atom>
+PK_HOST_DEVICE constexpr int n_col(int c) {
+  constexpr int block = Atom::b_group * Atom::N;
+  return c / block * block + Atom::fp8_n_col(c % block);
+}
+//! Which column of the logical A matrix the A operand's storage holds at column `stored`, when it multiplies
+//! B operands from load_b_nk_fp8: the k index `stored` meets the codes of tile column fp8_k_col(k), block by
+//! block of K.
+template <class Atom>
+PK_HOST_DEVICE constexpr int k_source(int stored) {
+  const int base = stored / Atom::K * Atom::K, k = stored % Atom::K;
+  return base + Atom::fp8_k_col(k);
+}
+}  // namespace mma_fp8
+
 //! Two floats rounded to nearest even into a packed pair of T (x in the low half), as one 32-bit value.
 template <class T>
 PK_DEVICE PK_FORCEINLINE std::uint32_t pack2(float x, float y) {
@@ -256,8 +387,51 @@ struct mma_sm80_16x8x16 {
 #endif
   }
 
+  // FP8 operands (mma_fp8): ldmatrix reads the codes as 16-bit pairs, so lane (g, t) receives 4 consecutive
+  // codes of a row (non-transposed) or a pair of codes of two consecutive rows (transposed):
+  //   load_b_nk_fp8: codes 4t..4t+3 of key g are the lane's k = 2t, 2t+1, 2t+8, 2t+9;
+  //   load_b_kn_fp8: codes (2g, 2g+1) of keys 2t, 2t+1 (and 2t+8, 2t+9) are B's values at column g of the
+  //                  even and the odd 8-column block of 16 tile columns.
+  PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2; }
+  PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return 2 * (c % 8) + c / 8; }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+    static_assert(std::is_same_v<T, fp16>, "FP8 operands: the fp16 atom");
+    // matrices (16 codes wide): (n 0-7) (n 8-15); lanes 0-15 give the row addresses.
+    std::uint32_t r[2];
+    ldmatrix_x2<false>(r, tile + (lane % 16) * ld);
+    mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[0], 0, r[0]);
+    mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[1], 0, r[1]);
+#else
+    mma_fp8::b_nk_generic<mma_sm80_16x8x16, Fnuz>(f, tile, ld, lane);
+#endif
+  }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+    static_assert(std::is_same_v<T, fp16>, "FP8 operands: the fp16 atom");
+    // transposed matrices (16 codes wide): (k 0-7) (k 8-15). r[i] bytes: (2t, 2g) (2t, 2g+1) (2t+1, 2g)
+    // (2t+1, 2g+1), keys 8i on; the even columns' pairs of both matrices make f[0], the odd ones f[1].
+    std::uint32_t r[2];
+    ldmatrix_x2<true>(r, tile + (lane % 16) * ld);
+    mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[0], 0, __byte_perm(r[0], r[1], 0x6420));
+    mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[1], 0, __byte_perm(r[0], r[1], 0x7531));
+#else
+    mma_fp8::b_kn_generic<mma_sm80_16x8x16, Fnuz>(f, tile, ld, lane);
+#endif
+  }
+
  private:
 #if defined(PK_DETAIL_BACKEND_CUDA)
+  template <bool Trans>
+  PK_DEVICE static void ldmatrix_x2(std::uint32_t* r, const void* p) {
+    const auto a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    if constexpr (Trans)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+    else
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  }
   template <bool Trans>
   PK_DEVICE static void ldmatrix_x4(std::uint32_t* r, const T* p) {
     const auto a = static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -330,6 +504,17 @@ struct mma_cdna_32x32x8 {
   PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
     mma_load::b_kn_generic<mma_cdna_32x32x8>(f, tile, ld, lane);
   }
+  // FP8 operands (mma_fp8): through the layout functions, columns in order.
+  PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
+  PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+    mma_fp8::b_nk_generic<mma_cdna_32x32x8, Fnuz>(f, tile, ld, lane);
+  }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+    mma_fp8::b_kn_generic<mma_cdna_32x32x8, Fnuz>(f, tile, ld, lane);
+  }
 };
 using mma_cdna_32x32x8_f32bf16bf16f32 = mma_cdna_32x32x8<bf16>;
 using mma_cdna_32x32x8_f32f16f16f32 = mma_cdna_32x32x8<fp16>;
@@ -390,6 +575,17 @@ struct mma_rdna3_16x16x16 {
   PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
     mma_load::b_kn_generic<mma_rdna3_16x16x16>(f, tile, ld, lane);
   }
+  // FP8 operands (mma_fp8): through the layout functions, columns in order.
+  PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
+  PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+    mma_fp8::b_nk_generic<mma_rdna3_16x16x16, Fnuz>(f, tile, ld, lane);
+  }
+  template <bool Fnuz>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+    mma_fp8::b_kn_generic<mma_rdna3_16x16x16, Fnuz>(f, tile, ld, lane);
+  }
 };
 using mma_rdna3_16x16x16_f32bf16bf16f32 = mma_rdna3_16x16x16<bf16>;
 using mma_rdna3_16x16x16_f32f16f16f32 = mma_rdna3_16x16x16<fp16>;
@@ -405,58 +601,5 @@ using arch_mma_atom =
                        std::conditional_t<arch_mma == archdb::mma_family::wmma_rdna3, mma_rdna3_16x16x16<T>,
                                           mma_sm80_16x8x16<T>>>;
 
-namespace mma_layout {
-//! True when the `run` values starting at each multiple of `run` are consecutive in K (A operand).
-template <class Atom>
-constexpr bool a_runs_contiguous() {
-  for (int l = 0; l < Atom::lanes; ++l)
-    for (int v = 0; v < Atom::a_vals; ++v)
-      if (v % Atom::a_run != 0 && (Atom::a_k(l, v) != Atom::a_k(l, v - 1) + 1 || Atom::a_m(l, v) != Atom::a_m(l, v - 1)))
-        return false;
-  return true;
-}
-template <class Atom>
-constexpr bool b_runs_contiguous() {
-  for (int l = 0; l < Atom::lanes; ++l)
-    for (int v = 0; v < Atom::b_vals; ++v)
-      if (v % Atom::b_run != 0 && (Atom::b_k(l, v) != Atom::b_k(l, v - 1) + 1 || Atom::b_n(l, v) != Atom::b_n(l, v - 1)))
-        return false;
-  return true;
-}
-//! True when value v of C lies on the same row in the c_row_lanes lanes that differ only in their low
-//! bits (so a row statistic of value v reduces with xor shuffles over those lanes).
-template <class Atom>
-constexpr bool c_rows_in_low_lane_bits() {
-  for (int l = 0; l < Atom::lanes; ++l)
-    for (int v = 0; v < Atom::c_vals; ++v)
-      for (int x = 1; x < Atom::c_row_lanes; ++x)
-        if (Atom::c_m(l ^ x, v) != Atom::c_m(l, v)) return false;
-  return true;
-}
-//! When the accumulators of K/N adjacent C tiles are, in the same lane, exactly the A operand of the
-//! next product (mma.sync: the FlashAttention-2 register reuse of P), `c_to_a_tile(v)` / `c_to_a_val(v)`
-//! say which C tile and value feed A value v; otherwise c_feeds_a() is false and P goes through memory.
-template <class Atom>
-constexpr int c_to_a_tile(int v) { return Atom::a_k(0, v) / Atom::N; }
-template <class Atom>
-constexpr int c_to_a_val(int v) {
-  for (int w = 0; w < Atom::c_vals; ++w)
-    if (Atom::c_m(0, w) == Atom::a_m(0, v) && Atom::c_n(0, w) == Atom::a_k(0, v) % Atom::N) return w;
-  return -1;
-}
-template <class Atom>
-constexpr bool c_feeds_a() {
-  if (Atom::K % Atom::N != 0) return false;
-  for (int v = 0; v < Atom::a_vals; ++v) {
-    const int w = c_to_a_val<Atom>(v);
-    if (w < 0) return false;
-    for (int l = 0; l < Atom::lanes; ++l)
-      if (Atom::c_m(l, w) != Atom::a_m(l, v) || Atom::c_n(l, w) != Atom::a_k(l, v) % Atom::N ||
-          Atom::a_k(l, v) / Atom::N != c_to_a_tile<Atom>(v))
-        return false;
-  }
-  return true;
-}
-}  // namespace mma_layout
 
 PK_DETAIL_TARGET_END

@@ -30,9 +30,10 @@
 //    hardware; dtype::f8e4m3fnuz, gfx942 hardware): the cache's dtype says which one it holds and is never read
 //    as the other. FP8 caches take per-KV-head fp32 scales k_scale/v_scale (device [heads_kv]; null: 1.0):
 //    the real value is code * scale; scales must be finite and positive (checked on the emulator). The
-//    dequantization is exact (every e4m3 value is a bf16 and an f16).
-//    FP8 at head_dim 256 needs more than 64 KB of shared memory per block: on devices with 64 KB of LDS
-//    (MI300X, MI250X) it is unsupported (16-bit caches are not).
+//    dequantization is exact (every e4m3 value is an f16). With an FP8 cache the products run on fp16: the
+//    codes become fp16 in registers, and the queries are rounded to fp16 after each query row is scaled by a
+//    power of two that brings its largest magnitude into fp16's top binade (exact scaling; a bf16 row keeps
+//    at least bf16's precision and never overflows), which the row's scores take back.
 //  - Validation of the block table and seqlens contents: on the emulator (host backend), where device memory is
 //    host memory, they are checked and bad entries give invalid_argument before anything is written. On a GPU
 //    they are the caller's precondition (checking would copy and synchronise); the kernels still never read or

@@ -27,6 +27,7 @@
 #include <pk/portable/tile.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
@@ -85,8 +86,26 @@ struct block_rows {
   }
 };
 
+//! B operands of a product from a shared-memory tile: 16-bit elements through the atom's loads, FP8 codes
+//! (tiles of f8e4m3fn / f8e4m3fnuz) through its FP8 loads (pk/portable/mma.hpp, mma_fp8).
+template <class Atom, class E>
+PK_DEVICE PK_FORCEINLINE void load_b_nk(typename Atom::b_frag (&f)[Atom::b_group], const E* p, int ld, int lane) {
+  if constexpr (sizeof(E) == 1)
+    Atom::template load_b_nk_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, reinterpret_cast<const std::uint8_t*>(p), ld, lane);
+  else
+    Atom::load_b_nk(f, p, ld, lane);
+}
+template <class Atom, class E>
+PK_DEVICE PK_FORCEINLINE void load_b_kn(typename Atom::b_frag (&f)[Atom::b_group], const E* p, int ld, int lane) {
+  if constexpr (sizeof(E) == 1)
+    Atom::template load_b_kn_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, reinterpret_cast<const std::uint8_t*>(p), ld, lane);
+  else
+    Atom::load_b_kn(f, p, ld, lane);
+}
+
 //! S += Q K^T for one warp: rows [row0, row0 + S::rows) of the Q tile against every key of the K tile
-//! ([key][head dim]), KQ = D / K steps of the atom.
+//! ([key][head dim]), KQ = D / K steps of the atom. An FP8 K tile needs Q's columns in the order of
+//! mma_fp8::k_source.
 template <class S, class QTile, class KTile>
 PK_DEVICE PK_FORCEINLINE void qk(S& s, const QTile& sq, int row0, const KTile& sk, int lane) {
   using atom = typename S::atom;
@@ -99,7 +118,7 @@ PK_DEVICE PK_FORCEINLINE void qk(S& s, const QTile& sq, int row0, const KTile& s
 #pragma unroll
     for (int j = 0; j < S::nt; j += atom::b_group) {
       typename atom::b_frag fb[atom::b_group];
-      atom::load_b_nk(fb, sk.at(j * atom::N, kk * atom::K), KTile::ld, lane);
+      load_b_nk<atom>(fb, sk.at(j * atom::N, kk * atom::K), KTile::ld, lane);
 #pragma unroll
       for (int g = 0; g < atom::b_group; ++g)
 #pragma unroll
@@ -139,7 +158,7 @@ PK_DEVICE PK_FORCEINLINE void pv(O& o, const S& s, const PTile& sp, const VTile&
 #pragma unroll
     for (int j = 0; j < O::nt; j += atom::b_group) {
       typename atom::b_frag fb[atom::b_group];
-      atom::load_b_kn(fb, sv.at(kk * atom::K, j * atom::N), VTile::ld, lane);
+      load_b_kn<atom>(fb, sv.at(kk * atom::K, j * atom::N), VTile::ld, lane);
 #pragma unroll
       for (int g = 0; g < atom::b_group; ++g)
 #pragma unroll

@@ -8,16 +8,19 @@
 // keys (BN / warps keys each, all BM rows each) and keep their own online softmax; at the end they merge
 // through shared memory (the same log-sum-exp rule as the split combine). K/V rows are gathered through
 // the block table (one page lookup per row, 16-byte asynchronous copies) into a ring of Stages tiles. FP8 caches land
-// as bytes and are turned into T tiles in shared memory (pk/portable/fp8.hpp: the hardware conversion where
-// the arch has one, else a bit shuffle; exact, with a power-of-two offset folded into the K and V scales).
+// as bytes and stay bytes: the MMA operand loads turn them into fp16 in registers (pk/portable/mma.hpp, mma_fp8;
+// exact, with a power-of-two offset folded into the K and V scales), so the products run on fp16. The queries
+// are turned into fp16 once per block, each packed row times its own power of two (so that any bf16 row fits
+// fp16's range with fp16's precision; the factor comes back on the row's scores), with their columns in the
+// order the K operand loads read the codes.
 //
 // One split: the block writes the output and LSE. Several: normalised fp32 partial outputs and their LSEs,
 // merged by attn_decode_combine_kernel.
 //
-// Shared memory (bytes, decode_smem_bytes):
-//   Q [BM][D+pad] | 16-bit: K[Stages][BN][D+pad], V[Stages][BN][D+pad]
-//                 | FP8: K[BN][D+pad], V[BN][D+pad] (converted), raw K[Stages][BN][D], raw V[Stages][BN][D]
-//                 | P [warps][BM][BN/warps+pad] (staged P only) | the row offsets of Stages tiles [Stages][K,V][BN] int64
+// Shared memory (bytes, decode_smem_bytes; rows padded by smem_row_pad_bytes):
+//   Q [BM][D] | K[Stages][BN][D], V[Stages][BN][D] (T, or FP8 codes) | P [warps][BM][BN/warps] (staged P only)
+//   | the row offsets of Stages tiles [Stages][K,V][BN] int64 | FP8: the queries' largest |q| per 16 columns
+//   [BM][D/16] and per row the scores' factor [BM], fp32
 //   after the loop, from the end of Q: the merge buffer O [BM][D] fp32, lse of each warp [warps][BM], the
 //   merged lse [BM], bad-slot flags [warps].
 #pragma once
@@ -92,25 +95,60 @@ PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const s
   }
 }
 
-//! Turns a raw FP8 tile [BN][D] bytes into a T tile (row pitch ld elements), 16 codes per step, each the
-//! code's value times 2^-fp8_convert_shift<T, Fnuz> (pk/portable/fp8.hpp).
-template <class T, int Threads, int BN, int D, bool Fnuz>
-PK_DEVICE PK_FORCEINLINE void convert_fp8(const std::uint8_t* src, T* dst, int ld, int tid) {
-  constexpr int chunks = D / tile_copy_bytes;
+//! The power of two e that brings a row whose largest magnitude is m into [2^14, 2^15) (fp16's largest
+//! binade below 65504): 0 for rows of zeros, infinities or NaNs (nothing to gain), within [-126, 126] so that
+//! 2^e and 2^-e are normal floats.
+PK_DEVICE PK_FORCEINLINE int fp16_row_exponent(float m) {
+  const int biased = static_cast<int>((::pk::detail::bit_cast<std::uint32_t>(m) >> 23) & 0xffu);
+  if (m == 0.0f || biased == 0xff) return 0;
+  const int e = 14 - (biased - 127);
+  return e < -126 ? -126 : (e > 126 ? 126 : e);
+}
+PK_DEVICE PK_FORCEINLINE float pow2(int e) { return ::pk::detail::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23); }
+
+//! The queries of an FP8 block, landed as T in the tile q (row pitch ld elements), turned into fp16 in place:
+//! row r times 2^e_r (fp16_row_exponent of the row's largest |q|; row_factor[r] = 2^-e_r, which the row's
+//! scores take back), stored column p holding column mma_fp8::k_source<Atom>(p) (the K operand's order).
+//! chunk_max: [BM][D/16] floats of scratch. Syncs the block before and after.
+template <class T, class Atom, int BM, int D, int Threads>
+PK_DEVICE PK_FORCEINLINE void prepare_q_fp8(fp16* q, int ld, float* chunk_max, float* row_factor, int tid) {
+  constexpr int chunk = 16, chunks = D / chunk;
+  static_assert(D % chunk == 0 && chunk % Atom::K == 0, "decode: whole chunks of whole K blocks");
+  block::sync();
+  for (int i = tid; i < BM * chunks; i += Threads) {
+    const T* x = reinterpret_cast<const T*>(q + (i / chunks) * ld + (i % chunks) * chunk);
+    const vec<T, 8> a = load_vec<8>(x), b = load_vec<8>(x + 8);
+    float m = 0.0f;
 #pragma unroll
-  for (int i = tid; i < BN * chunks; i += Threads) {
-    const int r = i / chunks, c = i % chunks;
-    const vec<std::uint32_t, 4> in = load_vec<4>(reinterpret_cast<const std::uint32_t*>(src + r * D + c * tile_copy_bytes));
-    vec<std::uint32_t, 4> out0, out1;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      fp8x4_to<T, Fnuz>(in[j], out0[2 * j], out0[2 * j + 1]);
-      fp8x4_to<T, Fnuz>(in[j + 2], out1[2 * j], out1[2 * j + 1]);
-    }
-    auto* d = reinterpret_cast<std::uint32_t*>(dst + r * ld + c * tile_copy_bytes);
-    store_vec(d, out0);
-    store_vec(d + 4, out1);
+    for (int e = 0; e < 8; ++e) m = fmaxf(m, fmaxf(fabsf(static_cast<float>(a[e])), fabsf(static_cast<float>(b[e]))));
+    chunk_max[i] = m;
   }
+  block::sync();
+  for (int i = tid; i < BM * chunks; i += Threads) {
+    const int r = i / chunks;
+    float m = 0.0f;
+    for (int c = 0; c < chunks; ++c) m = fmaxf(m, chunk_max[r * chunks + c]);
+    const int e = fp16_row_exponent(m);
+    if (i % chunks == 0) row_factor[r] = pow2(-e);
+    const float up = pow2(e);
+    fp16* x = q + r * ld + (i % chunks) * chunk;
+    const vec<T, 8> a = load_vec<8>(reinterpret_cast<const T*>(x)), b = load_vec<8>(reinterpret_cast<const T*>(x) + 8);
+    float v[chunk];
+#pragma unroll
+    for (int e2 = 0; e2 < 8; ++e2) {
+      v[e2] = static_cast<float>(a[e2]) * up;
+      v[e2 + 8] = static_cast<float>(b[e2]) * up;
+    }
+    vec<std::uint32_t, 4> lo, hi;
+#pragma unroll
+    for (int p = 0; p < 8; p += 2) {
+      lo[p / 2] = pack2<fp16>(v[mma_fp8::k_source<Atom>(p)], v[mma_fp8::k_source<Atom>(p + 1)]);
+      hi[p / 2] = pack2<fp16>(v[mma_fp8::k_source<Atom>(p + 8)], v[mma_fp8::k_source<Atom>(p + 9)]);
+    }
+    store_vec(reinterpret_cast<std::uint32_t*>(x), lo);
+    store_vec(reinterpret_cast<std::uint32_t*>(x) + 4, hi);
+  }
+  block::sync();
 }
 
 //! Masked scores to -inf for packed rows: row r of the block is query (t0 + r) / group; the mask's query
@@ -130,10 +168,15 @@ PK_DEVICE PK_FORCEINLINE void apply_mask_packed(S& s, const attention::tile_mask
 
 }  // namespace attn_dec
 
-template <class T, int D, int BM, int BN, int Threads, int Stages>
+//! F: the cache's format (an instance per format: FP8 caches run their products on fp16).
+template <class T, int D, int BM, int BN, int Threads, int Stages, attention::kv_format F>
 PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_params p) {
   static_assert(Stages >= 1 && Stages <= 4, "decode: 1 to 4 K/V stages");
-  using atom = arch_mma_atom<T>;
+  constexpr bool fp8 = F != attention::kv_format::same;
+  using TC = std::conditional_t<fp8, fp16, T>;  // the products' inputs
+  using KV = std::conditional_t<!fp8, T, std::conditional_t<F == attention::kv_format::e4m3fnuz, f8e4m3fnuz, f8e4m3fn>>;
+  static_assert(sizeof(TC) == sizeof(T), "FP8 blocks turn the landed queries into fp16 in place");
+  using atom = arch_mma_atom<TC>;
   constexpr int warps = Threads / warp_size;
   constexpr int WN = BN / warps;  // keys per warp and tile
   static_assert(Threads % warp_size == 0 && BN % warps == 0 && BM % atom::M == 0, "decode policy: whole atoms");
@@ -141,10 +184,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
                     WN % atom::K == 0,
                 "decode: head dim and each warp's keys must be whole MMA atoms (and whole B load groups)");
   static_assert(attention::smem_pad_bytes == smem_row_pad_bytes, "the planner's tile footprint is smem_tile's");
-  using q_tile = smem_tile<T, BM, D>;
-  using kv_tile = smem_tile<T, BN, D>;
-  using kv_slice = smem_tile<T, WN, D>;  // one warp's keys of a tile (same row pitch)
-  using p_tile = smem_tile<T, BM, WN>;
+  using q_tile = smem_tile<TC, BM, D>;
+  using kv_tile = smem_tile<KV, BN, D>;
+  using kv_slice = smem_tile<KV, WN, D>;  // one warp's keys of a tile (same row pitch)
+  using p_tile = smem_tile<TC, BM, WN>;
   using s_regs = reg_tile<atom, BM / atom::M, WN / atom::N>;
   using o_regs = reg_tile<atom, BM / atom::M, D / atom::N>;
   static_assert(kv_slice::ld == kv_tile::ld, "a warp's slice is rows of the tile");
@@ -160,7 +203,6 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   const int tid = thread_rank();
   const int lane = lane_id();
   const int w = warp_id();
-  const bool fp8 = p.cache.format != attention::kv_format::same;
 
   // The sequence's keys; a length outside [0, capacity] is a bad slot (no key is read).
   const std::int64_t len = p.cache.seqlens[b];
@@ -176,16 +218,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
 
   // Shared memory.
   std::uint8_t* smem = dynamic_shared<std::uint8_t>();
-  const q_tile sQ{reinterpret_cast<T*>(smem)};
-  std::uint8_t* kv_base = smem + q_tile::elements * sizeof(T);
-  constexpr int tile_bytes = kv_tile::elements * static_cast<int>(sizeof(T));
-  // 16-bit: landing = compute tiles, K[Stages] then V[Stages]. FP8: compute K, V, then raw K[Stages], raw V[Stages].
-  const kv_tile sK16{reinterpret_cast<T*>(kv_base)}, sV16{reinterpret_cast<T*>(kv_base + Stages * tile_bytes)};
-  const kv_tile cK8{reinterpret_cast<T*>(kv_base)}, cV8{reinterpret_cast<T*>(kv_base + tile_bytes)};
-  std::uint8_t* rawK = kv_base + 2 * tile_bytes;
-  std::uint8_t* rawV = rawK + Stages * BN * D;
-  std::uint8_t* after_kv = fp8 ? rawV + Stages * BN * D : kv_base + 2 * Stages * tile_bytes;
-  const p_tile sP{reinterpret_cast<T*>(after_kv) + w * p_tile::elements};
+  const q_tile sQ{reinterpret_cast<TC*>(smem)};
+  std::uint8_t* kv_base = smem + q_tile::elements * sizeof(TC);
+  constexpr int tile_bytes = kv_tile::elements * static_cast<int>(sizeof(KV));
+  const kv_tile sK{reinterpret_cast<KV*>(kv_base)}, sV{reinterpret_cast<KV*>(kv_base + Stages * tile_bytes)};
+  std::uint8_t* after_kv = kv_base + 2 * Stages * tile_bytes;
+  const p_tile sP{reinterpret_cast<TC*>(after_kv) + w * p_tile::elements};
 
   // Q: the block's packed rows (row t: query t / group, head hk * group + t % group); rows past n_rows zero.
   {
@@ -196,8 +234,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       const bool ok = r < n_rows;
       const T* src = static_cast<const T*>(p.q) + b * p.q_batch +
                      (ok ? (t / p.group) * p.q_row + (hk * p.group + t % p.group) * p.q_head : 0) + c * q_tile::per_copy;
-      async_copy_16(sQ.at(r, c * q_tile::per_copy), src, ok);
+      async_copy_16(reinterpret_cast<T*>(sQ.at(r, c * q_tile::per_copy)), src, ok);
     }
+    if constexpr (fp8) async_copy_commit();  // a group of its own: the queries are turned into fp16 before the loop
   }
   // A ring of Stages tiles: tile nb (the it-th walked, it = n_last - nb) lands in slot it % Stages, Stages - 1
   // tiles in flight while one is computed. Row offsets of Stages tiles, K then V: [Stages][2][BN] int64 after
@@ -205,19 +244,15 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   constexpr int p_bytes = s_regs::feeds_a ? 0 : (warps * p_tile::elements * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
   auto* offs = reinterpret_cast<std::int64_t*>(after_kv + p_bytes);
   static_assert(BN <= Threads, "decode: one thread per row looks up the tile's rows");
-  const int kv_bytes = fp8 ? 1 : static_cast<int>(sizeof(T));
+  constexpr int kv_bytes = static_cast<int>(sizeof(KV));
   const auto put = [&](int slot, const attn_dec::row_offsets& o) {
     offs[slot * 2 * BN + tid] = o.k;
     offs[slot * 2 * BN + BN + tid] = o.v;
   };
   const auto issue = [&](int slot) {
     const std::int64_t* ko = offs + slot * 2 * BN;
-    if (fp8)
-      attn_dec::load_kv<Threads, BN, D, 1>(p, ko, ko + BN, rawK + slot * BN * D, rawV + slot * BN * D, D, tid);
-    else
-      attn_dec::load_kv<Threads, BN, D, sizeof(T)>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK16.next(slot).data),
-                                                   reinterpret_cast<std::uint8_t*>(sV16.next(slot).data),
-                                                   kv_tile::ld * static_cast<int>(sizeof(T)), tid);
+    attn_dec::load_kv<Threads, BN, D, kv_bytes>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK.next(slot).data),
+                                                reinterpret_cast<std::uint8_t*>(sV.next(slot).data), kv_tile::ld * kv_bytes, tid);
   };
   bool bad = false;
   if (tid < BN) {
@@ -235,11 +270,27 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     async_copy_commit();
   }
 
-  // Scale: K's dequantization scale (and the FP8 shuffle's 2^shift) folds into the softmax's exponent
+  // FP8: the queries into fp16 (their own copy group landed first), and each of this lane's score rows' factor.
+  using rows = c_rows<atom>;
+  float s_factor[s_regs::mt][rows::slots];
+  if constexpr (fp8) {
+    float* chunk_max = reinterpret_cast<float*>(offs + Stages * 2 * BN);
+    float* row_factor = chunk_max + BM * (D / 16);
+    if constexpr (Stages > 1)
+      async_copy_wait_pending<Stages - 1>();
+    else
+      async_copy_wait_all();
+    attn_dec::prepare_q_fp8<T, atom, BM, D, Threads>(sQ.data, q_tile::ld, chunk_max, row_factor, tid);
+#pragma unroll
+    for (int mt = 0; mt < s_regs::mt; ++mt)
+#pragma unroll
+      for (int e = 0; e < s_regs::vals; ++e)
+        if (rows::is_leader(e)) s_factor[mt][rows::slot(e)] = row_factor[s_regs::row(mt, lane, e)];
+  }
+
+  // Scale: K's dequantization scale (and the FP8 conversion's 2^shift) folds into the softmax's exponent
   // scale, V's into the output.
-  const bool fnuz = p.cache.format == attention::kv_format::e4m3fnuz;
-  const float shift =
-      fp8 ? static_cast<float>(1 << (fnuz ? fp8_convert_shift<T, true> : fp8_convert_shift<T, false>)) : 1.0f;
+  constexpr float shift = fp8 ? static_cast<float>(1 << fp8_convert_shift<fp16, F == attention::kv_format::e4m3fnuz>) : 1.0f;
   const float k_scale = (p.cache.k_scale != nullptr ? p.cache.k_scale[hk] : 1.0f) * shift;
   const float v_scale = (p.cache.v_scale != nullptr ? p.cache.v_scale[hk] : 1.0f) * shift;
   const float scale_log2 = p.scale_log2 * k_scale;
@@ -277,24 +328,19 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       next = attn_dec::row_offsets_of(p, b, hk, (nb - Stages) * BN, tid, sk, kv_bytes);
       bad |= next.bad;
     }
-    kv_tile cK = sK16.next(buf), cV = sV16.next(buf);
-    if (fp8) {
-      if (fnuz) {
-        attn_dec::convert_fp8<T, Threads, BN, D, true>(rawK + buf * BN * D, cK8.data, kv_tile::ld, tid);
-        attn_dec::convert_fp8<T, Threads, BN, D, true>(rawV + buf * BN * D, cV8.data, kv_tile::ld, tid);
-      } else {
-        attn_dec::convert_fp8<T, Threads, BN, D, false>(rawK + buf * BN * D, cK8.data, kv_tile::ld, tid);
-        attn_dec::convert_fp8<T, Threads, BN, D, false>(rawV + buf * BN * D, cV8.data, kv_tile::ld, tid);
-      }
-      block::sync();
-      cK = cK8;
-      cV = cV8;
-    }
-    const kv_slice wK{cK.at(w * WN, 0)}, wV{cV.at(w * WN, 0)};
+    const kv_slice wK{sK.next(buf).at(w * WN, 0)}, wV{sV.next(buf).at(w * WN, 0)};
 
     s_regs acc_s;
     acc_s.fill(0.0f);
     attn::qk(acc_s, sQ, 0, wK, lane);
+    if constexpr (fp8) {
+#pragma unroll
+      for (int mt = 0; mt < s_regs::mt; ++mt)
+#pragma unroll
+        for (int j = 0; j < s_regs::nt; ++j)
+#pragma unroll
+          for (int e = 0; e < s_regs::vals; ++e) acc_s.f[mt][j].v[e] *= s_factor[mt][rows::slot(e)];
+    }
     const attention::tile_mask mask =
         attention::tile_mask_of(i0, std::int64_t{nb} * BN, p.seqlen_q, sk, p.window_left, p.window_right);
     if (mask.needs_mask<BM, BN>()) attn_dec::apply_mask_packed(acc_s, mask, t0, p.group, i0, w * WN, lane);
@@ -316,7 +362,6 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   float* lse_w = merge_o + BM * D;                     // [warps][BM]
   float* lse_m = lse_w + warps * BM;                   // [BM]
   int* bad_w = reinterpret_cast<int*>(lse_m + BM);     // [warps]
-  using rows = c_rows<atom>;
   float inv[o_regs::mt][rows::slots];
 #pragma unroll
   for (int mt = 0; mt < o_regs::mt; ++mt) {
@@ -350,7 +395,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
           const float weight = lw == attn::neg_inf ? 0.0f : exp2_fast((lw - lm) * attn::log2e) * inv[mt][rows::slot(e)];
 #pragma unroll
           for (int j = 0; j < o_regs::nt; ++j) {
-            float* dst = merge_o + r * D + o_regs::col(j, lane, e);
+            // FP8: output column c holds the values of V's column mma_fp8::n_col(c).
+            const int c = o_regs::col(j, lane, e);
+            float* dst = merge_o + r * D + (fp8 ? mma_fp8::n_col<atom>(c) : c);
             *dst = (v == 0 ? 0.0f : *dst) + acc_o.f[mt][j].v[e] * weight;
           }
         }
@@ -512,7 +559,19 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
   shape.dynamic_smem = static_cast<std::size_t>(
       attention::decode_smem_bytes(pol, D, sizeof(T), c.p.cache.format != attention::kv_format::same, staged_p));
   shape.name = name.c_str();
-  PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, pol.block_m, pol.block_n, pol.block_threads, pol.stages>, shape, c.p));
+  using attention::kv_format;
+  constexpr int bm = pol.block_m, bn = pol.block_n, threads = pol.block_threads, stages = pol.stages;
+  switch (c.p.cache.format) {
+    case kv_format::e4m3fn:
+      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::e4m3fn>, shape, c.p));
+      break;
+    case kv_format::e4m3fnuz:
+      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::e4m3fnuz>, shape, c.p));
+      break;
+    case kv_format::same:
+      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::same>, shape, c.p));
+      break;
+  }
   if (c.p.splits == 1) return {};
   constexpr int combine_threads = 128;
   constexpr int rows_per_block = combine_threads / (D / 4);
