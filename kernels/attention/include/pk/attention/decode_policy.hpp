@@ -73,12 +73,6 @@ constexpr bool decode_declares_spills(family f, const decode_policy&, int head_d
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
-//! The K/V stages a policy runs with: FP8 tiles are half the bytes of 16-bit ones, so an FP8 block keeps twice
-//! the tiles in flight (2 stages - 1 in its ring: about the same shared memory, the same bytes in flight). A
-//! memory-bound decode needs those bytes: with the 16-bit ring's stage count, FP8 K/V streamed at 65-75% of the
-//! copy roofline on the H200 where 16-bit caches reach 91-98% (bench/results/decode-h200-2026-12-02.md).
-constexpr int decode_stages(const decode_policy& p, bool fp8) { return fp8 && p.stages > 1 ? 2 * p.stages - 1 : p.stages; }
-
 //! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows; FP8 caches: of codes,
 //! turned into fp16 in the operand loads); P staged per warp (MFMA/WMMA); the K and V row offsets of each stage;
 //! FP8: the queries' largest magnitude per 16 columns and each row's factor; at least the end-of-block merge (the
@@ -91,14 +85,13 @@ constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, i
   const std::int64_t row = (head_dim + pad) * elem_bytes;
   const std::int64_t q = std::int64_t{p.block_m} * row;
   const std::int64_t kv_row = fp8 ? head_dim + smem_pad_bytes : row;
-  const std::int64_t stages = decode_stages(p, fp8);
-  const std::int64_t kv = 2 * stages * p.block_n * kv_row;
+  const std::int64_t kv = 2 * std::int64_t{p.stages} * p.block_n * kv_row;
   const std::int64_t q_stats = fp8 ? std::int64_t{p.block_m} * (head_dim / 16 + 1) * 4 : 0;
   // [warps][block_m][block_n / warps + pad]
   const std::int64_t pt = staged_p ? (std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes + 15) / 16 * 16 : 0;
   // The merge: the rows' fp32 output, each warp's LSE per row, the merged LSE per row, a flag per warp.
   const std::int64_t merge = (std::int64_t{p.block_m} * head_dim + warps * p.block_m + p.block_m + warps) * 4;
-  const std::int64_t rows = stages * 2 * p.block_n * 8;  // the K and V row offsets of each stage, int64
+  const std::int64_t rows = std::int64_t{p.stages} * 2 * p.block_n * 8;  // the K and V row offsets of each stage, int64
   const std::int64_t main = q + kv + pt + rows + q_stats;
   return main > q + merge ? main : q + merge;
 }

@@ -171,7 +171,7 @@ PK_DEVICE PK_FORCEINLINE void apply_mask_packed(S& s, const attention::tile_mask
 //! F: the cache's format (an instance per format: FP8 caches run their products on fp16).
 template <class T, int D, int BM, int BN, int Threads, int Stages, attention::kv_format F>
 PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_params p) {
-  static_assert(Stages >= 1 && Stages <= 8, "decode: 1 to 8 K/V stages (cp.async.wait_group takes 0..7)");
+  static_assert(Stages >= 1 && Stages <= 4, "decode: 1 to 4 K/V stages");
   constexpr bool fp8 = F != attention::kv_format::same;
   using TC = std::conditional_t<fp8, fp16, T>;  // the products' inputs
   using KV = std::conditional_t<!fp8, T, std::conditional_t<F == attention::kv_format::e4m3fnuz, f8e4m3fnuz, f8e4m3fn>>;
@@ -561,13 +561,12 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
   shape.name = name.c_str();
   using attention::kv_format;
   constexpr int bm = pol.block_m, bn = pol.block_n, threads = pol.block_threads, stages = pol.stages;
-  constexpr int stages8 = attention::decode_stages(pol, true);
   switch (c.p.cache.format) {
     case kv_format::e4m3fn:
-      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages8, kv_format::e4m3fn>, shape, c.p));
+      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::e4m3fn>, shape, c.p));
       break;
     case kv_format::e4m3fnuz:
-      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages8, kv_format::e4m3fnuz>, shape, c.p));
+      PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::e4m3fnuz>, shape, c.p));
       break;
     case kv_format::same:
       PK_TRY(launch(*c.s, &attn_decode_kernel<T, D, bm, bn, threads, stages, kv_format::same>, shape, c.p));
