@@ -40,10 +40,12 @@ constexpr double achievable_bw_share = 0.75;
 // fitted to the H200's split sweep (bench/results/decode-h200-2026-11-30.md): 0.03 us.
 constexpr double combine_launch_us = 2.0;
 constexpr double combine_us_per_split = 0.03;
-// FP8 caches: turning a tile's codes into 16-bit values in shared memory adds to each block's tile period.
-// Measured on the H200 (split sweep, one block per sequence and KV head): 2.93 us per 64-key tile against
-// 1.46 us for bf16, 1.47 us for 16384 codes: 0.09 ns per code.
-constexpr double fp8_convert_ns_per_code = 0.09;
+// FP8 caches: the codes are turned into fp16 in the operand loads, which adds little to a block's tile period.
+// Measured on the H200 (bench/results/decode-h200-2026-12-02.md, split sweep, 32/8 heads, batch 1, 128k, one
+// block per SM): 1.30 us per 64-key FP8 tile, where the model without conversion gives 1.26 us (bf16: 1.39
+// measured, 1.37 modelled): 0.04 us for 16384 codes. (The conversion through shared memory it replaced cost
+// 1.47 us per tile, 0.09 ns per code.)
+constexpr double fp8_convert_ns_per_code = 0.0025;
 
 struct split_choice {
   int splits = 1;
