@@ -207,9 +207,12 @@ constexpr bool c_feeds_a() {
 // ---------------------------------------------------------------------------------------------------
 // B operands from FP8 e4m3 codes in shared memory (KV caches), converted in registers to the atom's fp16
 // inputs (pk/portable/fp8.hpp: exact, each value times 2^-fp8_convert_shift<fp16, Fnuz>):
-//   load_b_nk_fp8<Fnuz>(b_frag (&)[b_group], codes, ld, lane)   from a K-contiguous tile [n][k] of codes
-//   load_b_kn_fp8<Fnuz>(b_frag (&)[b_group], codes, ld, lane)   from an N-contiguous tile [k][n] of codes
-// (`ld` in bytes). A byte tile cannot be read with the 16-bit operand layouts' instructions as is, so an
+//   load_b_nk_fp8<Fnuz>(b_frag (&)[b_group], tile, r0, c0, lane)   the block at (r0, c0) of a K-contiguous
+//                                                                   tile [n][k] of codes
+//   load_b_kn_fp8<Fnuz>(b_frag (&)[b_group], tile, r0, c0, lane)   the same from an N-contiguous tile [k][n]
+// `tile` is any byte tile with `data` and a static `offset(r, c)` that keeps each 16-byte chunk of a row
+// contiguous and 16-byte aligned (pk/portable/tile.hpp: swizzled_byte_tile); r0 is a multiple of 8, c0 of the
+// block's width. A byte tile cannot be read with the 16-bit operand layouts' instructions as is, so an
 // atom may read the codes in another order, which it states as two column maps:
 //   fp8_k_col(k): the tile column (within a block of K) that holds the operand's k index for load_b_nk_fp8;
 //                 the A operand it multiplies must then be stored with its columns in the same order;
@@ -232,8 +235,9 @@ constexpr bool nk_runs_of_four() {
     if (Atom::fp8_k_col(k) != k) return false;
   return mma_layout::b_runs_contiguous<Atom>();
 }
-template <class Atom, bool Fnuz>
-PK_DEVICE PK_FORCEINLINE void b_nk_generic(typename Atom::b_frag (&f)[Atom::b_group], const std::uint8_t* tile, int ld, int lane) {
+template <class Atom, bool Fnuz, class Tile>
+PK_DEVICE PK_FORCEINLINE void b_nk_generic(typename Atom::b_frag (&f)[Atom::b_group], const Tile& t, int r0, int c0, int lane) {
+  const auto* tile = reinterpret_cast<const std::uint8_t*>(t.data);
   static_assert(std::is_same_v<typename Atom::element, fp16> && Atom::b_vals % 4 == 0, "FP8 operands: fp16 atoms, whole pairs of pairs");
 #pragma unroll
   for (int g = 0; g < Atom::b_group; ++g)
@@ -241,17 +245,19 @@ PK_DEVICE PK_FORCEINLINE void b_nk_generic(typename Atom::b_frag (&f)[Atom::b_gr
     for (int v = 0; v < Atom::b_vals; v += 4) {
       std::uint32_t codes = 0;
       if constexpr (nk_runs_of_four<Atom>()) {
-        codes = load_vec<1>(reinterpret_cast<const std::uint32_t*>(tile + (g * Atom::N + Atom::b_n(lane, v)) * ld + Atom::b_k(lane, v)))[0];
+        codes = load_vec<1>(reinterpret_cast<const std::uint32_t*>(tile + Tile::offset(r0 + g * Atom::N + Atom::b_n(lane, v), c0 + Atom::b_k(lane, v))))[0];
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          codes |= std::uint32_t{tile[(g * Atom::N + Atom::b_n(lane, v + i)) * ld + Atom::fp8_k_col(Atom::b_k(lane, v + i))]} << (8 * i);
+          codes |= std::uint32_t{tile[Tile::offset(r0 + g * Atom::N + Atom::b_n(lane, v + i), c0 + Atom::fp8_k_col(Atom::b_k(lane, v + i)))]}
+                   << (8 * i);
       }
       put4<Atom, Fnuz>(f[g], v, codes);
     }
 }
-template <class Atom, bool Fnuz>
-PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_group], const std::uint8_t* tile, int ld, int lane) {
+template <class Atom, bool Fnuz, class Tile>
+PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_group], const Tile& t, int r0, int c0, int lane) {
+  const auto* tile = reinterpret_cast<const std::uint8_t*>(t.data);
   static_assert(std::is_same_v<typename Atom::element, fp16> && Atom::b_vals % 4 == 0, "FP8 operands: fp16 atoms, whole pairs of pairs");
 #pragma unroll
   for (int g = 0; g < Atom::b_group; ++g)
@@ -260,7 +266,8 @@ PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_gr
       std::uint32_t codes = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        codes |= std::uint32_t{tile[Atom::b_k(lane, v + i) * ld + Atom::fp8_n_col(g * Atom::N + Atom::b_n(lane, v + i))]} << (8 * i);
+        codes |= std::uint32_t{tile[Tile::offset(r0 + Atom::b_k(lane, v + i), c0 + Atom::fp8_n_col(g * Atom::N + Atom::b_n(lane, v + i)))]}
+                 << (8 * i);
       put4<Atom, Fnuz>(f[g], v, codes);
     }
 }
@@ -394,31 +401,31 @@ struct mma_sm80_16x8x16 {
   //                  even and the odd 8-column block of 16 tile columns.
   PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2; }
   PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return 2 * (c % 8) + c / 8; }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
 #if defined(PK_DETAIL_BACKEND_CUDA)
     static_assert(std::is_same_v<T, fp16>, "FP8 operands: the fp16 atom");
     // matrices (16 codes wide): (n 0-7) (n 8-15); lanes 0-15 give the row addresses.
     std::uint32_t r[2];
-    ldmatrix_x2<false>(r, tile + (lane % 16) * ld);
+    ldmatrix_x2<false>(r, reinterpret_cast<const std::uint8_t*>(t.data) + Tile::offset(r0 + lane % 16, c0));
     mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[0], 0, r[0]);
     mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[1], 0, r[1]);
 #else
-    mma_fp8::b_nk_generic<mma_sm80_16x8x16, Fnuz>(f, tile, ld, lane);
+    mma_fp8::b_nk_generic<mma_sm80_16x8x16, Fnuz>(f, t, r0, c0, lane);
 #endif
   }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
 #if defined(PK_DETAIL_BACKEND_CUDA)
     static_assert(std::is_same_v<T, fp16>, "FP8 operands: the fp16 atom");
     // transposed matrices (16 codes wide): (k 0-7) (k 8-15). r[i] bytes: (2t, 2g) (2t, 2g+1) (2t+1, 2g)
     // (2t+1, 2g+1), keys 8i on; the even columns' pairs of both matrices make f[0], the odd ones f[1].
     std::uint32_t r[2];
-    ldmatrix_x2<true>(r, tile + (lane % 16) * ld);
+    ldmatrix_x2<true>(r, reinterpret_cast<const std::uint8_t*>(t.data) + Tile::offset(r0 + lane % 16, c0));
     mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[0], 0, __byte_perm(r[0], r[1], 0x6420));
     mma_fp8::put4<mma_sm80_16x8x16, Fnuz>(f[1], 0, __byte_perm(r[0], r[1], 0x7531));
 #else
-    mma_fp8::b_kn_generic<mma_sm80_16x8x16, Fnuz>(f, tile, ld, lane);
+    mma_fp8::b_kn_generic<mma_sm80_16x8x16, Fnuz>(f, t, r0, c0, lane);
 #endif
   }
 
@@ -507,13 +514,13 @@ struct mma_cdna_32x32x8 {
   // FP8 operands (mma_fp8): through the layout functions, columns in order.
   PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
   PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
-    mma_fp8::b_nk_generic<mma_cdna_32x32x8, Fnuz>(f, tile, ld, lane);
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
+    mma_fp8::b_nk_generic<mma_cdna_32x32x8, Fnuz>(f, t, r0, c0, lane);
   }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
-    mma_fp8::b_kn_generic<mma_cdna_32x32x8, Fnuz>(f, tile, ld, lane);
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
+    mma_fp8::b_kn_generic<mma_cdna_32x32x8, Fnuz>(f, t, r0, c0, lane);
   }
 };
 using mma_cdna_32x32x8_f32bf16bf16f32 = mma_cdna_32x32x8<bf16>;
@@ -578,13 +585,13 @@ struct mma_rdna3_16x16x16 {
   // FP8 operands (mma_fp8): through the layout functions, columns in order.
   PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
   PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
-    mma_fp8::b_nk_generic<mma_rdna3_16x16x16, Fnuz>(f, tile, ld, lane);
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
+    mma_fp8::b_nk_generic<mma_rdna3_16x16x16, Fnuz>(f, t, r0, c0, lane);
   }
-  template <bool Fnuz>
-  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const std::uint8_t* tile, int ld, int lane) {
-    mma_fp8::b_kn_generic<mma_rdna3_16x16x16, Fnuz>(f, tile, ld, lane);
+  template <bool Fnuz, class Tile>
+  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
+    mma_fp8::b_kn_generic<mma_rdna3_16x16x16, Fnuz>(f, t, r0, c0, lane);
   }
 };
 using mma_rdna3_16x16x16_f32bf16bf16f32 = mma_rdna3_16x16x16<bf16>;

@@ -97,6 +97,31 @@ struct smem_tile {
   }
 };
 
+//! A Rows x Cols tile of one-byte codes (FP8) in shared memory with no row padding: 16-byte chunk c of row r is
+//! stored at chunk c ^ swizzle(r). Eight consecutive rows (from a multiple of 8) read at one column, as an
+//! ldmatrix or a lane group's loads do, then fall in eight different 16-byte bank groups (32 banks x 4 bytes),
+//! conflict-free as the padded smem_tile, without its 16 bytes per row (1/8 of a 128-byte row: the difference
+//! between three and four decode blocks per SM). A view, as smem_tile.
+template <class E, int Rows, int Cols>
+struct swizzled_byte_tile {
+  static_assert(sizeof(E) == 1, "swizzled_byte_tile: one-byte codes");
+  static constexpr int chunks = Cols / 16;
+  static_assert(Cols % 16 == 0 && (chunks == 4 || chunks == 8 || chunks == 16),
+                "swizzled_byte_tile: rows of 64, 128 or 256 bytes");
+  using element = E;
+  static constexpr int rows = Rows, cols = Cols, ld = Cols, elements = Rows * Cols;
+
+  E* data;
+
+  //! The chunk permutation of row r: with 8+ chunks a row per 128-byte line (XOR the row's low 3 bits); with 4,
+  //! two rows per line (XOR bits 1-2, so that the two rows of a line and the four lines differ).
+  PK_HOST_DEVICE static constexpr int swizzle(int r) { return chunks >= 8 ? (r & 7) : ((r >> 1) & 3); }
+  //! Byte offset of element (r, c) from `data`.
+  PK_HOST_DEVICE static constexpr int offset(int r, int c) { return r * Cols + (((c >> 4) ^ swizzle(r)) << 4) + (c & 15); }
+  PK_DEVICE PK_FORCEINLINE E* at(int r, int c) const { return data + offset(r, c); }
+  PK_DEVICE PK_FORCEINLINE swizzled_byte_tile next(int i = 1) const { return swizzled_byte_tile{data + i * elements}; }
+};
+
 //! The rows of a C (accumulator) layout as one lane sees them. `Layout` is anything with c_vals,
 //! c_m(lane, v), lanes and c_row_lanes (every MMA atom of pk/portable/mma.hpp; a warpgroup accumulator
 //! layout alike): the row of value v must not depend on the lane except through the row's lanes, so

@@ -73,8 +73,8 @@ constexpr bool decode_declares_spills(family f, const decode_policy&, int head_d
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
-//! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows; FP8 caches: of codes,
-//! turned into fp16 in the operand loads); P staged per warp (MFMA/WMMA); the K and V row offsets of each stage;
+//! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows; FP8 caches: swizzled rows
+//! of codes, turned into fp16 in the operand loads); P staged per warp (MFMA/WMMA); the K and V row offsets of each stage;
 //! FP8: the queries' largest magnitude per 16 columns and each row's factor; at least the end-of-block merge (the
 //! rows' fp32 output, per-row LSEs, per-warp flags). Warps are counted at 32 lanes, an upper bound for wave64
 //! targets.
@@ -84,7 +84,7 @@ constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, i
   const std::int64_t pad = smem_pad_bytes / elem_bytes;
   const std::int64_t row = (head_dim + pad) * elem_bytes;
   const std::int64_t q = std::int64_t{p.block_m} * row;
-  const std::int64_t kv_row = fp8 ? head_dim + smem_pad_bytes : row;
+  const std::int64_t kv_row = fp8 ? head_dim : row;  // FP8: swizzled, unpadded rows
   const std::int64_t kv = 2 * std::int64_t{p.stages} * p.block_n * kv_row;
   const std::int64_t q_stats = fp8 ? std::int64_t{p.block_m} * (head_dim / 16 + 1) * 4 : 0;
   // [warps][block_m][block_n / warps + pad]

@@ -86,21 +86,24 @@ struct block_rows {
   }
 };
 
-//! B operands of a product from a shared-memory tile: 16-bit elements through the atom's loads, FP8 codes
-//! (tiles of f8e4m3fn / f8e4m3fnuz) through its FP8 loads (pk/portable/mma.hpp, mma_fp8).
-template <class Atom, class E>
-PK_DEVICE PK_FORCEINLINE void load_b_nk(typename Atom::b_frag (&f)[Atom::b_group], const E* p, int ld, int lane) {
+//! B operands of a product: the block at (r0, c0) of a shared-memory tile. 16-bit tiles through the atom's loads,
+//! FP8 code tiles (swizzled_byte_tile of f8e4m3fn / f8e4m3fnuz) through its FP8 loads (pk/portable/mma.hpp,
+//! mma_fp8).
+template <class Atom, class Tile>
+PK_DEVICE PK_FORCEINLINE void load_b_nk(typename Atom::b_frag (&f)[Atom::b_group], const Tile& t, int r0, int c0, int lane) {
+  using E = typename Tile::element;
   if constexpr (sizeof(E) == 1)
-    Atom::template load_b_nk_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, reinterpret_cast<const std::uint8_t*>(p), ld, lane);
+    Atom::template load_b_nk_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, t, r0, c0, lane);
   else
-    Atom::load_b_nk(f, p, ld, lane);
+    Atom::load_b_nk(f, t.at(r0, c0), Tile::ld, lane);
 }
-template <class Atom, class E>
-PK_DEVICE PK_FORCEINLINE void load_b_kn(typename Atom::b_frag (&f)[Atom::b_group], const E* p, int ld, int lane) {
+template <class Atom, class Tile>
+PK_DEVICE PK_FORCEINLINE void load_b_kn(typename Atom::b_frag (&f)[Atom::b_group], const Tile& t, int r0, int c0, int lane) {
+  using E = typename Tile::element;
   if constexpr (sizeof(E) == 1)
-    Atom::template load_b_kn_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, reinterpret_cast<const std::uint8_t*>(p), ld, lane);
+    Atom::template load_b_kn_fp8<std::is_same_v<E, f8e4m3fnuz>>(f, t, r0, c0, lane);
   else
-    Atom::load_b_kn(f, p, ld, lane);
+    Atom::load_b_kn(f, t.at(r0, c0), Tile::ld, lane);
 }
 
 //! S += Q K^T for one warp: rows [row0, row0 + S::rows) of the Q tile against every key of the K tile
@@ -118,7 +121,7 @@ PK_DEVICE PK_FORCEINLINE void qk(S& s, const QTile& sq, int row0, const KTile& s
 #pragma unroll
     for (int j = 0; j < S::nt; j += atom::b_group) {
       typename atom::b_frag fb[atom::b_group];
-      load_b_nk<atom>(fb, sk.at(j * atom::N, kk * atom::K), KTile::ld, lane);
+      load_b_nk<atom>(fb, sk, j * atom::N, kk * atom::K, lane);
 #pragma unroll
       for (int g = 0; g < atom::b_group; ++g)
 #pragma unroll
@@ -158,7 +161,7 @@ PK_DEVICE PK_FORCEINLINE void pv(O& o, const S& s, const PTile& sp, const VTile&
 #pragma unroll
     for (int j = 0; j < O::nt; j += atom::b_group) {
       typename atom::b_frag fb[atom::b_group];
-      load_b_kn<atom>(fb, sv.at(kk * atom::K, j * atom::N), VTile::ld, lane);
+      load_b_kn<atom>(fb, sv, kk * atom::K, j * atom::N, lane);
 #pragma unroll
       for (int g = 0; g < atom::b_group; ++g)
 #pragma unroll

@@ -17,7 +17,7 @@
 // One split: the block writes the output and LSE. Several: normalised fp32 partial outputs and their LSEs,
 // merged by attn_decode_combine_kernel.
 //
-// Shared memory (bytes, decode_smem_bytes; rows padded by smem_row_pad_bytes):
+// Shared memory (bytes, decode_smem_bytes; 16-bit rows padded by smem_row_pad_bytes, FP8 rows swizzled):
 //   Q [BM][D] | K[Stages][BN][D], V[Stages][BN][D] (T, or FP8 codes) | P [warps][BM][BN/warps] (staged P only)
 //   | the row offsets of Stages tiles [Stages][K,V][BN] int64 | FP8: the queries' largest |q| per 16 columns
 //   [BM][D/16] and per row the scores' factor [BM], fp32
@@ -76,22 +76,34 @@ PK_DEVICE PK_FORCEINLINE row_offsets row_offsets_of(const attention::decode_para
   return o;
 }
 
+//! Byte offset of the 16-byte chunk at byte cb of row r of a landing tile (padded 16-bit rows, or swizzled codes).
+template <class Tile>
+PK_DEVICE PK_FORCEINLINE int chunk_offset(int r, int cb) {
+  if constexpr (sizeof(typename Tile::element) == 1)
+    return Tile::offset(r, cb);
+  else
+    return r * Tile::ld * static_cast<int>(sizeof(typename Tile::element)) + cb;
+}
+
 //! Starts the copies of the tile's rows (offsets from k_off/v_off, one per row) into the K and V landing
-//! tiles (row pitch `pitch` bytes) by all Threads threads; EB bytes per element.
-template <int Threads, int BN, int D, int EB>
+//! tiles by all Threads threads.
+template <int Threads, class Tile>
 PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const std::int64_t* k_off, const std::int64_t* v_off,
-                                      std::uint8_t* k_dst, std::uint8_t* v_dst, int pitch, int tid) {
-  constexpr int chunks = D * EB / tile_copy_bytes;
-  static_assert(Threads % chunks == 0 && BN % (Threads / chunks) == 0, "decode: whole rows per pass");
+                                      const Tile& k_dst, const Tile& v_dst, int tid) {
+  constexpr int chunks = Tile::cols * static_cast<int>(sizeof(typename Tile::element)) / tile_copy_bytes;
+  static_assert(Threads % chunks == 0 && Tile::rows % (Threads / chunks) == 0, "decode: whole rows per pass");
   constexpr int step = Threads / chunks;
   const int c = tid % chunks;
   const auto* kb = static_cast<const std::uint8_t*>(p.cache.k) + c * tile_copy_bytes;
   const auto* vb = static_cast<const std::uint8_t*>(p.cache.v) + c * tile_copy_bytes;
+  auto* kd = reinterpret_cast<std::uint8_t*>(k_dst.data);
+  auto* vd = reinterpret_cast<std::uint8_t*>(v_dst.data);
 #pragma unroll
-  for (int r = tid / chunks; r < BN; r += step) {
+  for (int r = tid / chunks; r < Tile::rows; r += step) {
     const std::int64_t ko = k_off[r], vo = v_off[r];
-    async_copy_16(k_dst + r * pitch + c * tile_copy_bytes, ko >= 0 ? kb + ko : kb, ko >= 0);
-    async_copy_16(v_dst + r * pitch + c * tile_copy_bytes, vo >= 0 ? vb + vo : vb, vo >= 0);
+    const int d = chunk_offset<Tile>(r, c * tile_copy_bytes);
+    async_copy_16(kd + d, ko >= 0 ? kb + ko : kb, ko >= 0);
+    async_copy_16(vd + d, vo >= 0 ? vb + vo : vb, vo >= 0);
   }
 }
 
@@ -185,8 +197,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
                 "decode: head dim and each warp's keys must be whole MMA atoms (and whole B load groups)");
   static_assert(attention::smem_pad_bytes == smem_row_pad_bytes, "the planner's tile footprint is smem_tile's");
   using q_tile = smem_tile<TC, BM, D>;
-  using kv_tile = smem_tile<KV, BN, D>;
-  using kv_slice = smem_tile<KV, WN, D>;  // one warp's keys of a tile (same row pitch)
+  // K/V landing tiles: padded 16-bit rows, or swizzled FP8 codes (no padding: a fourth block per SM).
+  using kv_tile = std::conditional_t<fp8, swizzled_byte_tile<KV, BN, D>, smem_tile<KV, BN, D>>;
+  using kv_slice = std::conditional_t<fp8, swizzled_byte_tile<KV, WN, D>, smem_tile<KV, WN, D>>;  // a warp's keys
+  static_assert(WN % 8 == 0, "a warp's slice starts where the swizzle's 8-row period does");
   using p_tile = smem_tile<TC, BM, WN>;
   using s_regs = reg_tile<atom, BM / atom::M, WN / atom::N>;
   using o_regs = reg_tile<atom, BM / atom::M, D / atom::N>;
@@ -251,8 +265,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   };
   const auto issue = [&](int slot) {
     const std::int64_t* ko = offs + slot * 2 * BN;
-    attn_dec::load_kv<Threads, BN, D, kv_bytes>(p, ko, ko + BN, reinterpret_cast<std::uint8_t*>(sK.next(slot).data),
-                                                reinterpret_cast<std::uint8_t*>(sV.next(slot).data), kv_tile::ld * kv_bytes, tid);
+    attn_dec::load_kv<Threads>(p, ko, ko + BN, sK.next(slot), sV.next(slot), tid);
   };
   bool bad = false;
   if (tid < BN) {
@@ -344,7 +357,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     const attention::tile_mask mask =
         attention::tile_mask_of(i0, std::int64_t{nb} * BN, p.seqlen_q, sk, p.window_left, p.window_right);
     if (mask.needs_mask<BM, BN>()) attn_dec::apply_mask_packed(acc_s, mask, t0, p.group, i0, w * WN, lane);
-    softmax.step(acc_s.f, acc_o.f, scale_log2);
+    // O is rescaled only when a row's maximum moved (late in a long context it rarely does; O's rows x head_dim
+    // multiplications cost as much as the tile's products at 16 rows x 16 keys per warp).
+    float corr[o_regs::mt][rows::slots];
+    softmax.scores(acc_s.f, scale_log2, corr);
+    bool moved = false;
+#pragma unroll
+    for (int mt = 0; mt < o_regs::mt; ++mt)
+#pragma unroll
+      for (int r = 0; r < rows::slots; ++r) moved |= corr[mt][r] != 1.0f;
+    if (warp<>::any(moved)) softmax.rescale(acc_o.f, corr);
     if constexpr (!s_regs::feeds_a) {
 #pragma unroll
       for (int mt = 0; mt < s_regs::mt; ++mt) acc_s.store_rows(mt, sP.at(mt * atom::M, 0), p_tile::ld, lane);
