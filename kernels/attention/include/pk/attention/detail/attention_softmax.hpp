@@ -113,9 +113,8 @@ struct online_softmax {
       }
     }
     // Rows with huge scores: their products rounded first, then exponentiated with the factor 1 (one loop for
-    // every row). The branch is the warp's (one vote), not the lane's: a divergent one costs its reconvergence
-    // on every tile (3-6% at head_dim 64 on the H200, where the softmax bounds the tile).
-    if (warp<>::any(any_big)) {
+    // every row; this lane's branch is taken only for such rows).
+    if (any_big) {
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
