@@ -271,6 +271,22 @@ PK_DEVICE PK_FORCEINLINE void b_kn_generic(typename Atom::b_frag (&f)[Atom::b_gr
       put4<Atom, Fnuz>(f[g], v, codes);
     }
 }
+//! Whether an atom's FP8 column maps are permutations of their blocks (every code read once).
+template <class Atom>
+constexpr bool fp8_orders_are_permutations() {
+  bool k[Atom::K] = {}, n[Atom::b_group * Atom::N] = {};
+  for (int i = 0; i < Atom::K; ++i) {
+    const int c = Atom::fp8_k_col(i);
+    if (c < 0 || c >= Atom::K || k[c]) return false;
+    k[c] = true;
+  }
+  for (int i = 0; i < Atom::b_group * Atom::N; ++i) {
+    const int c = Atom::fp8_n_col(i);
+    if (c < 0 || c >= Atom::b_group * Atom::N || n[c]) return false;
+    n[c] = true;
+  }
+  return true;
+}
 //! The tile column of output column c of a product whose B operand came from load_b_kn_fp8.
 template <class Atom>
 PK_HOST_DEVICE constexpr int n_col(int c) {
@@ -596,6 +612,11 @@ struct mma_rdna3_16x16x16 {
 };
 using mma_rdna3_16x16x16_f32bf16bf16f32 = mma_rdna3_16x16x16<bf16>;
 using mma_rdna3_16x16x16_f32f16f16f32 = mma_rdna3_16x16x16<fp16>;
+
+static_assert(mma_fp8::fp8_orders_are_permutations<mma_sm80_16x8x16<fp16>>() &&
+                  mma_fp8::fp8_orders_are_permutations<mma_cdna_32x32x8<fp16>>() &&
+                  mma_fp8::fp8_orders_are_permutations<mma_rdna3_16x16x16<fp16>>(),
+              "FP8 operand column orders must be permutations");
 
 //! The atom the portable tiled kernels use on this target, chosen by the archdb feature predicate
 //! pk::arch_mma. The CUDA/HIP host pass (arch generic, no device code) gets the sm_80 atom as a

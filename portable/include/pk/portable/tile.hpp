@@ -122,6 +122,35 @@ struct swizzled_byte_tile {
   PK_DEVICE PK_FORCEINLINE swizzled_byte_tile next(int i = 1) const { return swizzled_byte_tile{data + i * elements}; }
 };
 
+//! The swizzle's two promises, checked at compile time for every row width: each 16-byte chunk of 16 rows lands
+//! in its own place within those rows' bytes, and the chunk at one column of 8 consecutive rows (from a multiple
+//! of 8) falls in 8 different 16-byte bank groups.
+template <class Tile>
+constexpr bool swizzle_is_conflict_free_permutation() {
+  constexpr int rows = 16, line_groups = 8;  // 32 banks x 4 bytes = 8 groups of 16 bytes
+  bool used[rows * Tile::chunks] = {};
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < Tile::chunks; ++c) {
+      const int o = Tile::offset(r, 16 * c);
+      if (o % 16 != 0 || o / 16 >= rows * Tile::chunks || used[o / 16] || o / Tile::cols != r) return false;
+      used[o / 16] = true;
+    }
+  for (int r0 = 0; r0 < rows; r0 += 8)
+    for (int c = 0; c < Tile::chunks; ++c) {
+      bool group[line_groups] = {};
+      for (int i = 0; i < 8; ++i) {
+        const int g = Tile::offset(r0 + i, 16 * c) / 16 % line_groups;
+        if (group[g]) return false;
+        group[g] = true;
+      }
+    }
+  return true;
+}
+static_assert(swizzle_is_conflict_free_permutation<swizzled_byte_tile<std::uint8_t, 16, 64>>() &&
+                  swizzle_is_conflict_free_permutation<swizzled_byte_tile<std::uint8_t, 16, 128>>() &&
+                  swizzle_is_conflict_free_permutation<swizzled_byte_tile<std::uint8_t, 16, 256>>(),
+              "swizzled_byte_tile: a permutation of each row's chunks, conflict-free over 8 rows");
+
 //! The rows of a C (accumulator) layout as one lane sees them. `Layout` is anything with c_vals,
 //! c_m(lane, v), lanes and c_row_lanes (every MMA atom of pk/portable/mma.hpp; a warpgroup accumulator
 //! layout alike): the row of value v must not depend on the lane except through the row's lanes, so
