@@ -221,6 +221,7 @@ constexpr bool c_feeds_a() {
 // Both maps are identities on atoms that read the codes through their layout functions alone. The generic
 // loads below implement the definition (the emulator's, and AMD's); an atom's own may be faster.
 namespace mma_fp8 {
+//! Four codes (lowest byte first) as values v..v+3 of a B fragment.
 template <class Atom, bool Fnuz>
 PK_DEVICE PK_FORCEINLINE void put4(typename Atom::b_frag& f, int v, std::uint32_t codes) {
   std::uint32_t lo, hi;

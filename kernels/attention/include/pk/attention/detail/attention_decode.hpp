@@ -107,9 +107,9 @@ PK_DEVICE PK_FORCEINLINE void load_kv(const attention::decode_params& p, const s
   }
 }
 
-//! The power of two e that brings a row whose largest magnitude is m into [2^14, 2^15) (fp16's largest
-//! binade below 65504): 0 for rows of zeros, infinities or NaNs (nothing to gain), within [-126, 126] so that
-//! 2^e and 2^-e are normal floats.
+//! The power of two e that brings a row whose largest magnitude is m into [2^14, 2^15): the binade below fp16's
+//! largest, so that no value of the row rounds past 65504. 0 for rows of zeros, infinities or NaNs (nothing to
+//! gain), within [-126, 126] so that 2^e and 2^-e are normal floats.
 PK_DEVICE PK_FORCEINLINE int fp16_row_exponent(float m) {
   const int biased = static_cast<int>((::pk::detail::bit_cast<std::uint32_t>(m) >> 23) & 0xffu);
   if (m == 0.0f || biased == 0xff) return 0;
@@ -124,6 +124,8 @@ PK_DEVICE PK_FORCEINLINE float pow2(int e) { return ::pk::detail::bit_cast<float
 //! chunk_max: [BM][D/16] floats of scratch. Syncs the block before and after.
 template <class T, class Atom, int BM, int D, int Threads>
 PK_DEVICE PK_FORCEINLINE void prepare_q_fp8(fp16* q, int ld, float* chunk_max, float* row_factor, int tid) {
+  // A thread's unit: 16 columns (two 16-byte vectors of 16-bit values; whole K blocks of every atom, so that
+  // the column order stays inside it). decode_smem_bytes counts chunk_max at head_dim / 16 per row.
   constexpr int chunk = 16, chunks = D / chunk;
   static_assert(D % chunk == 0 && chunk % Atom::K == 0, "decode: whole chunks of whole K blocks");
   block::sync();

@@ -9,11 +9,12 @@
 // The FFMA computes S * scale_log2 - m' exactly before it rounds, so the rounding error of the product in m'
 // (up to 2^-24 of it) comes back in the argument: harmless for ordinary scores, but past 2^31 (queries and keys
 // of magnitude 10^4 at head_dim 128) it overflows exp2 (P = inf, a NaN row) or underflows the largest score's P
-// to 0 (LSE -inf, output 0). Once any row of the warp has |m'| > big_scores (2^16: the argument's error is then
-// at most 2^-8, below a 16-bit P's rounding), the tile rounds the product first (mul_rn, then the subtraction):
-// every argument is then <= 0 and the largest score's is exactly 0. (Measured on the H200 against the softmax
-// without this path: 0.95-1.02 of its speed on the forward grid; a single loop with a per-row factor cost 3-6% at
-// head_dim 64 and 20 more registers in the sm_80 tiled kernel, bench/results/decode-h200-2026-12-02.md.)
+// to 0 (LSE -inf, output 0). A row with |m'| > big_scores (2^16: below it the argument's error is at most 2^-8,
+// under a 16-bit P's rounding) rounds its products first (mul_rn) and subtracts with the factor 1 in the same
+// FFMA: every argument is then <= 0 and the largest score's is exactly 0. Measured on the H200 against the softmax
+// without this path (bench/results/decode-h200-2026-12-02.md): within 1-2% at head_dim 128, 3-6% at head_dim 64 on
+// 16k and 1k causal; two loops behind a warp vote spread the cost more evenly but spilled in the sm_90a tiled
+// kernel, and a vote-guarded rewrite of the huge rows cost more registers on sm_80 (compile matrix, same day).
 // A row with no visible key so far has m' = -inf; it then uses 0 as the subtrahend, so P = 0 and the
 // correction exp2(-inf - 0) = 0 stay finite (never -inf - -inf = NaN). At the end (finish): the row's
 // lanes add their sums; O / l, LSE = (m + log2 l) * ln 2; a row with l = 0 (fully masked) gives
@@ -87,9 +88,9 @@ struct online_softmax {
   //! accumulating into O can overlap this part.
   template <class Frag, int NS>
   PK_DEVICE PK_FORCEINLINE void scores(Frag (&s)[MT][NS], float scale_log2, float (&corr)[MT][slots]) {
-#pragma unroll
-    bool big = false;
-    float base[MT][slots], sum[MT][slots];
+    float base[MT][slots], sum[MT][slots], factor[MT][slots];
+    bool big[MT][slots];
+    bool any_big = false;
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #pragma unroll
@@ -106,39 +107,39 @@ struct online_softmax {
         const int r = rows::slot(e);
         const float m_new = fmaxf(row_max[i][r], mul_rn(m, scale_log2));
         base[i][r] = m_new == neg_inf ? 0.0f : m_new;  // a row fully masked so far stays 0, not NaN
-        big |= fabsf(base[i][r]) > big_scores;
+        big[i][r] = fabsf(base[i][r]) > big_scores;
+        factor[i][r] = big[i][r] ? 1.0f : scale_log2;
+        any_big |= big[i][r];
         corr[i][r] = exp2_fast(row_max[i][r] - base[i][r]);
         row_max[i][r] = m_new;
         sum[i][r] = 0.0f;
       }
     }
-    if (warp<>::any(big)) {
-      exponentiate<true>(s, scale_log2, base, sum);
-    } else {
-      exponentiate<false>(s, scale_log2, base, sum);
+    // Rows with huge scores: their products rounded first, then exponentiated with the factor 1 (one loop for
+    // every row; this lane's branch is taken only for such rows).
+    if (any_big) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NS; ++j)
+#pragma unroll
+          for (int e = 0; e < vals; ++e)
+            if (big[i][rows::slot(e)]) s[i][j].v[e] = mul_rn(s[i][j].v[e], scale_log2);
     }
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int r = 0; r < slots; ++r) row_sum[i][r] = row_sum[i][r] * corr[i][r] + sum[i][r];
-  }
-
-  //! P = exp2(S * scale_log2 - base) in place, summed per row slot; Rounded: the product rounded first.
-  template <bool Rounded, class Frag, int NS>
-  PK_DEVICE PK_FORCEINLINE static void exponentiate(Frag (&s)[MT][NS], float scale_log2, const float (&base)[MT][slots],
-                                                    float (&sum)[MT][slots]) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int i = 0; i < MT; ++i) {
 #pragma unroll
       for (int j = 0; j < NS; ++j)
 #pragma unroll
         for (int e = 0; e < vals; ++e) {
           const int r = rows::slot(e);
-          const float x = s[i][j].v[e];
-          const float pv = exp2_fast(Rounded ? mul_rn(x, scale_log2) - base[i][r] : fmaf(x, scale_log2, -base[i][r]));
+          const float pv = exp2_fast(fmaf(s[i][j].v[e], factor[i][r], -base[i][r]));
           s[i][j].v[e] = pv;
           sum[i][r] += pv;
         }
+#pragma unroll
+      for (int r = 0; r < slots; ++r) row_sum[i][r] = row_sum[i][r] * corr[i][r] + sum[i][r];
+    }
   }
 
   //! The second half of step: O *= corr, row by row.
