@@ -3,6 +3,7 @@
 #include "family.hpp"
 
 #include <pk/portable/numeric.hpp>
+#include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
 
@@ -166,6 +167,34 @@ class reduce_family final : public family {
         e.planned = p.all[i].res;
         e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
+      }
+    }
+    // The row operations (norm.hpp): rows_onchip_kernel / rows_stream_kernel<BlockThreads, GroupThreads,
+    // Vectors, T, Accum, row_kind>, an instance per dtype of the rows instance table (f32, f64, f16, bf16) and
+    // per operation (row_kind's order is row_op's), planned by plan_rows.
+    for (const auto& d : types) {
+      const std::string name = d.name;
+      if (name != "f32" && name != "f64" && name != "f16" && name != "bf16") continue;
+      const char* accum = name == "f64" ? "d" : "f";
+      constexpr reduction::row_op ops[] = {reduction::row_op::softmax, reduction::row_op::log_softmax, reduction::row_op::layer_norm,
+                                           reduction::row_op::rms_norm, reduction::row_op::mean_var};
+      constexpr const char* op_names[] = {"softmax", "log_softmax", "layer_norm", "rms_norm", "mean_var"};
+      for (int k = 0; k < 5; ++k) {
+        const archdb::plan pr = reduction::plan_rows(*dev, ops[k], 1, 1, d.bytes);
+        for (std::size_t i = 0; i < pr.all.size() && i < reduction::row_candidates.size(); ++i) {
+          const reduction::row_policy& pol = reduction::row_candidates[i];
+          manifest_entry e;
+          e.family = "reduce";
+          e.candidate = pr.all[i].name;
+          e.instance = pr.all[i].name + "_" + op_names[k] + "_" + d.name;
+          e.symbol = std::string(reduction::on_chip(pol) ? "rows_onchip_kernelILi" : "rows_stream_kernelILi") +
+                     std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.group_threads) + "ELi" +
+                     std::to_string(reduction::row_vectors(pol, d.bytes)) + "E" + d.mangled + accum +
+                     "LNS_9reduction8row_kindE" + std::to_string(k) + "E";
+          e.planned = pr.all[i].res;
+          e.declares_spills = declares(e.symbol, a);
+          out.push_back(std::move(e));
+        }
       }
     }
     // The reproducible sums (options.reproducible): repro_sum_kernel<BlockThreads, T> for f32 and f64,

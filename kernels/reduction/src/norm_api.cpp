@@ -18,6 +18,14 @@ namespace {
 using reduction::dtype;
 using reduction::row_kind;
 using reduction::row_op;
+// One order for both: the pk tool's manifest (tools/pk/family_reduce.cpp) names a row kernel's row_kind by the
+// operation's row_op.
+static_assert(static_cast<int>(row_kind::softmax) == static_cast<int>(row_op::softmax) &&
+                  static_cast<int>(row_kind::log_softmax) == static_cast<int>(row_op::log_softmax) &&
+                  static_cast<int>(row_kind::layer_norm) == static_cast<int>(row_op::layer_norm) &&
+                  static_cast<int>(row_kind::rms_norm) == static_cast<int>(row_op::rms_norm) &&
+                  static_cast<int>(row_kind::mean_var) == static_cast<int>(row_op::mean_var),
+              "row_kind and row_op in the same order");
 
 // Byte offsets are pointer differences: they must fit std::ptrdiff_t (int64 on every supported target).
 constexpr std::int64_t max_byte_offset = PTRDIFF_MAX;
