@@ -1,17 +1,16 @@
-// FP8 e4m3 codes to 16-bit floats in bulk (KV caches): four codes per call, by the hardware conversion where
-// the arch has one for the format, else by a bit shuffle. Either way the result is exact; the shuffle's
-// results are the codes' values times a power of two (fp8_convert_shift), which the caller folds into its
-// scales.
+// FP8 e4m3 codes to fp16 in bulk (KV caches; the MMA atoms' FP8 operand loads, pk/portable/mma.hpp): four
+// codes per call, by the hardware conversion where the arch has one for the format, else by a bit shuffle.
+// Either way the result is exact; the shuffle's results are the codes' values times a power of two
+// (fp8_convert_shift), which the caller folds into its scales.
 //
-//   std::uint32_t lo, hi;                        // codes 0-1 and 2-3 as two 16-bit floats each
-//   fp8x4_to<bf16, false>(codes, lo, hi);        // e4m3fn -> bf16
-//   scale *= 0x1p0f * (1 << fp8_convert_shift<bf16, false>);
+//   std::uint32_t lo, hi;                        // codes 0-1 and 2-3 as two fp16 each
+//   fp8x4_to_half<false>(codes, lo, hi);         // e4m3fn -> fp16
+//   scale *= 0x1p0f * (1 << fp8_convert_shift<false>);
 #pragma once
 #include <pk/portable/numeric.hpp>
 #include <pk/portable/target.hpp>
 
 #include <cstdint>
-#include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
 
@@ -21,10 +20,10 @@ PK_DETAIL_TARGET_BEGIN
 inline constexpr bool arch_has_fp8_convert = device_arch == archdb::arch::sm89 || device_arch == archdb::arch::sm90a ||
                                              device_arch == archdb::arch::sm100 || device_arch == archdb::arch::sm120;
 
-//! log2 of the factor by which fp8x4_to's results are smaller than the codes' values: 0 with the hardware
+//! log2 of the factor by which fp8x4_to_half's results are smaller than the codes' values: 0 with the hardware
 //! conversion; the shuffle keeps the code's exponent bits, so the result is off by the difference of the
-//! biases (binary16: 15 - 7 = 8 for fn, 15 - 8 = 7 for fnuz; bf16 goes through binary16).
-template <class T, bool Fnuz>
+//! biases (binary16: 15 - 7 = 8 for fn, 15 - 8 = 7 for fnuz).
+template <bool Fnuz>
 inline constexpr int fp8_convert_shift = (arch_has_fp8_convert && !Fnuz) ? 0 : (Fnuz ? 7 : 8);
 
 namespace fp8_detail {
@@ -49,13 +48,6 @@ PK_DEVICE PK_FORCEINLINE void shuffle_to_half(std::uint32_t x, std::uint32_t& lo
   }
 }
 
-//! Two binary16 (a word) as two bf16 (values bf16 holds exactly: the upper halves of the binary32s).
-PK_DEVICE PK_FORCEINLINE std::uint32_t half2_to_bf16x2(std::uint32_t h2) {
-  const float a = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 & 0xffffu));
-  const float b = ::pk::detail::fp16_bits_to_float(static_cast<std::uint16_t>(h2 >> 16));
-  return (::pk::detail::bit_cast<std::uint32_t>(a) >> 16) | (::pk::detail::bit_cast<std::uint32_t>(b) & 0xffff0000u);
-}
-
 //! The hardware conversion of two e4m3fn codes (a 16-bit pair) to f16x2, as the emulator computes it. A
 //! template: instantiated only where arch_has_fp8_convert selects it.
 template <int = 0>
@@ -72,20 +64,15 @@ PK_DEVICE PK_FORCEINLINE std::uint32_t e4m3fn_x2_to_half2(std::uint32_t pair) {
 }
 }  // namespace fp8_detail
 
-//! Four e4m3 codes (fn, or fnuz when Fnuz) to four T (bf16 or fp16) in two words, lowest first; each result is
-//! the code's value times 2^-fp8_convert_shift<T, Fnuz>, exactly.
-template <class T, bool Fnuz>
-PK_DEVICE PK_FORCEINLINE void fp8x4_to(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
-  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "fp8x4_to: bf16 or fp16");
+//! Four e4m3 codes (fn, or fnuz when Fnuz) to four fp16 in two words, lowest first; each result is the code's
+//! value times 2^-fp8_convert_shift<Fnuz>, exactly.
+template <bool Fnuz>
+PK_DEVICE PK_FORCEINLINE void fp8x4_to_half(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
   if constexpr (arch_has_fp8_convert && !Fnuz) {
     lo = fp8_detail::e4m3fn_x2_to_half2<>(x & 0xffffu);
     hi = fp8_detail::e4m3fn_x2_to_half2<>(x >> 16);
   } else {
     fp8_detail::shuffle_to_half<Fnuz>(x, lo, hi);
-  }
-  if constexpr (std::is_same_v<T, bf16>) {
-    lo = fp8_detail::half2_to_bf16x2(lo);
-    hi = fp8_detail::half2_to_bf16x2(hi);
   }
 }
 

@@ -206,7 +206,7 @@ constexpr bool c_feeds_a() {
 
 // ---------------------------------------------------------------------------------------------------
 // B operands from FP8 e4m3 codes in shared memory (KV caches), converted in registers to the atom's fp16
-// inputs (pk/portable/fp8.hpp: exact, each value times 2^-fp8_convert_shift<fp16, Fnuz>):
+// inputs (pk/portable/fp8.hpp: exact, each value times 2^-fp8_convert_shift<Fnuz>):
 //   load_b_nk_fp8<Fnuz>(b_frag (&)[b_group], tile, r0, c0, lane)   the block at (r0, c0) of a K-contiguous
 //                                                                   tile [n][k] of codes
 //   load_b_kn_fp8<Fnuz>(b_frag (&)[b_group], tile, r0, c0, lane)   the same from an N-contiguous tile [k][n]
@@ -225,7 +225,7 @@ namespace mma_fp8 {
 template <class Atom, bool Fnuz>
 PK_DEVICE PK_FORCEINLINE void put4(typename Atom::b_frag& f, int v, std::uint32_t codes) {
   std::uint32_t lo, hi;
-  fp8x4_to<fp16, Fnuz>(codes, lo, hi);
+  fp8x4_to_half<Fnuz>(codes, lo, hi);
   __builtin_memcpy(&f.v[v], &lo, sizeof lo);
   __builtin_memcpy(&f.v[v + 2], &hi, sizeof hi);
 }

@@ -257,7 +257,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   // A ring of Stages tiles: tile nb (the it-th walked, it = n_last - nb) lands in slot it % Stages, Stages - 1
   // tiles in flight while one is computed. Row offsets of Stages tiles, K then V: [Stages][2][BN] int64 after
   // the P tiles (16-byte aligned), slot as the tile's.
-  constexpr int p_bytes = s_regs::feeds_a ? 0 : (warps * p_tile::elements * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+  constexpr int p_bytes = s_regs::feeds_a ? 0 : (warps * p_tile::elements * static_cast<int>(sizeof(TC)) + 15) / 16 * 16;
   auto* offs = reinterpret_cast<std::int64_t*>(after_kv + p_bytes);
   static_assert(BN <= Threads, "decode: one thread per row looks up the tile's rows");
   constexpr int kv_bytes = static_cast<int>(sizeof(KV));
@@ -305,7 +305,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
 
   // Scale: K's dequantization scale (and the FP8 conversion's 2^shift) folds into the softmax's exponent
   // scale, V's into the output.
-  constexpr float shift = fp8 ? static_cast<float>(1 << fp8_convert_shift<fp16, F == attention::kv_format::e4m3fnuz>) : 1.0f;
+  constexpr float shift = fp8 ? static_cast<float>(1 << fp8_convert_shift<F == attention::kv_format::e4m3fnuz>) : 1.0f;
   const float k_scale = (p.cache.k_scale != nullptr ? p.cache.k_scale[hk] : 1.0f) * shift;
   const float v_scale = (p.cache.v_scale != nullptr ? p.cache.v_scale[hk] : 1.0f) * shift;
   const float scale_log2 = p.scale_log2 * k_scale;
@@ -359,16 +359,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     const attention::tile_mask mask =
         attention::tile_mask_of(i0, std::int64_t{nb} * BN, p.seqlen_q, sk, p.window_left, p.window_right);
     if (mask.needs_mask<BM, BN>()) attn_dec::apply_mask_packed(acc_s, mask, t0, p.group, i0, w * WN, lane);
-    // O is rescaled only when a row's maximum moved (late in a long context it rarely does; O's rows x head_dim
-    // multiplications cost as much as the tile's products at 16 rows x 16 keys per warp).
     float corr[o_regs::mt][rows::slots];
     softmax.scores(acc_s.f, scale_log2, corr);
-    bool moved = false;
-#pragma unroll
-    for (int mt = 0; mt < o_regs::mt; ++mt)
-#pragma unroll
-      for (int r = 0; r < rows::slots; ++r) moved |= corr[mt][r] != 1.0f;
-    if (warp<>::any(moved)) softmax.rescale(acc_o.f, corr);
+    softmax.rescale_if_moved(acc_o.f, corr);
     if constexpr (!s_regs::feeds_a) {
 #pragma unroll
       for (int mt = 0; mt < s_regs::mt; ++mt) acc_s.store_rows(mt, sP.at(mt * atom::M, 0), p_tile::ld, lane);

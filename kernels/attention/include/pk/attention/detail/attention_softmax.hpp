@@ -155,6 +155,20 @@ struct online_softmax {
         for (int e = 0; e < OLayout::c_vals; ++e) o[i][j].v[e] *= corr[i][orows::slot(e)];
   }
 
+  //! rescale, skipped when no row of the warp moved its maximum (every corr is 1): a warp collective. For
+  //! kernels whose O is large beside a tile's scores (decode: O's 16 rows x head_dim per warp against 16 x 16
+  //! scores, so the multiplications would cost as much as the tile's products), late in a long row the
+  //! maximum rarely moves.
+  template <class OLayout = Layout, class OFrag, int NO>
+  PK_DEVICE PK_FORCEINLINE void rescale_if_moved(OFrag (&o)[MT][NO], const float (&corr)[MT][slots]) const {
+    bool moved = false;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int r = 0; r < slots; ++r) moved |= corr[i][r] != 1.0f;
+    if (warp<>::any(moved)) rescale<OLayout>(o, corr);
+  }
+
   //! The end of the rows of block i: per slot, the factor that normalises O (0 for a fully masked row)
   //! and the LSE in natural-log units (-inf for a fully masked row). A warp collective (row lanes).
   PK_DEVICE PK_FORCEINLINE void finish(int i, float (&inv)[slots], float (&lse)[slots]) const {
