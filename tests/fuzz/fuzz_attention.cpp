@@ -378,7 +378,14 @@ void make_cache(FuzzedDataProvider& f, cache_case& cc, std::int32_t qdt, std::in
       for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t p = 0; p < cc.per_seq; ++p)
           static_cast<std::int32_t*>(cc.c.block_table.data)[b * cc.c.block_table.strides[0] + p] = cc.table[static_cast<std::size_t>(b * cc.per_seq + p)];
-    if (batch > max_batch) cc.c.block_table.data = nullptr;  // not backed (a contiguous cache: k's shape disagrees)
+    if (batch > max_batch) cc.c.block_table.data = nullptr;  // not backed
+    // pk.h: a block table with null data means a contiguous cache, whatever the rest of its descriptor says
+    // (here: a dtype with no element size, or a table too large to back). k [pages, page, ...] is then read as
+    // [batch, capacity, ...]: valid exactly when pages == batch.
+    if (cc.c.block_table.data == nullptr) {
+      cc.paged = false;
+      cc.capacity = cc.page;
+    }
   } else {
     cc.capacity = f.ConsumeIntegralInRange<int>(0, 31) == 0 ? extent(f, 4) : f.ConsumeIntegralInRange<int>(1, 48);
     for (pk_tensor* t : {&cc.c.k, &cc.c.v}) {
@@ -493,6 +500,7 @@ void decode(FuzzedDataProvider& f, pk_stream_t s) {
   if (cc.c.k.dtype != dt && !is_fp8(cc.c.k.dtype)) fail(api, "accepted a cache dtype that is neither q's nor FP8");
   if (cc.paged && (cc.page < 1 || cc.page > 256 || (cc.page & (cc.page - 1)))) fail(api, "accepted a page size that is not a power of two in [1, 256]");
   if (cc.paged && cc.c.block_table.dtype != PK_DTYPE_I32) fail(api, "accepted a block table that is not int32");
+  if (!cc.paged && cc.c.k.shape[0] != batch) fail(api, "accepted a contiguous cache whose shape[0] differs from the batch");
   const double scale = a.softmax_scale == 0 ? 1 / std::sqrt(double(dim)) : double(a.softmax_scale);
   const std::int64_t wl = a.window_left, wr = a.causal ? 0 : a.window_right;
   const double tol = 8 * unit(dt);
@@ -593,6 +601,7 @@ void append(FuzzedDataProvider& f, pk_stream_t s) {
   if (!cc.scales_ok) fail(api, "accepted a scale that is not finite and positive");
   if (cc.c.seqlens == nullptr) fail(api, "accepted null seqlens");
   if (cc.paged && cc.c.block_table.dtype != PK_DTYPE_I32) fail(api, "accepted a block table that is not int32");
+  if (!cc.paged && cc.c.k.shape[0] != batch) fail(api, "accepted a contiguous cache whose shape[0] differs from the batch");
   if (is_fp8(cc.c.k.dtype) ? is_fp8(new_dt) && new_dt != cc.c.k.dtype : new_dt != cc.c.k.dtype)
     fail(api, "accepted new tokens of a dtype the cache does not take");
   // Every new token is at its slot; no other byte of the cache changed. A block table may map two new
