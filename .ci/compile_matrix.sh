@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compile matrix: every device translation unit (from <build>/pk_matrix/*.manifest, written by
 # CMake) compiled device-only for every CUDA arch (nvcc -cubin, ptxas -v report) and every HIP arch
-# (clang-19, kernel-resource-usage remarks). Any failure fails the script.
+# (clang-19; clang-22 for the archs clang-19 does not know, see hip_flags), kernel-resource-usage remarks. Any failure fails the script.
 #   .ci/compile_matrix.sh BUILD_DIR OUT_DIR
 # Outputs per TU and arch: OUT_DIR/<tu>.<sm_XX>.ptxas.log, OUT_DIR/<tu>.<gfxN>.remarks, and
 # OUT_DIR/timings.tsv (tu, arch, seconds, rc).
@@ -12,14 +12,33 @@ build=${1:?build dir}; out=${2:?out dir}
 # instances of the device-wide reduce (IEEE division's slow-path calls), are declared for those two archs alone
 # (reduce_policy.hpp, declared_spilling_kernels).
 cuda_archs=${PK_MATRIX_CUDA_ARCHS:-"80 86 89 90a 100a 120"}
-hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx1100"}
+# gfx1201 (RX 9070 XT: RDNA4, whose WMMA operands differ from RDNA3's) is compiled by clang-19; gfx950 (MI355X)
+# is newer than clang-19 and is compiled by clang-22 (hip_flags below).
+hip_archs=${PK_MATRIX_HIP_ARCHS:-"gfx90a gfx942 gfx950 gfx1100 gfx1201"}
 jobs=${PK_MATRIX_JOBS:-$(nproc)}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 clang=${HIP_CLANG:-clang++-19}
+clang_new=${HIP_CLANG_NEW:-clang++-22}
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 devlibs="$out/hip-devlibs"
-sh "$here/cmake/hip_devlibs.sh" "$devlibs" >/dev/null || { echo "hip_devlibs.sh failed"; exit 1; }
+# shellcheck disable=SC2086
+sh "$here/cmake/hip_devlibs.sh" "$devlibs" $hip_archs >/dev/null || { echo "hip_devlibs.sh failed"; exit 1; }
+
+# The compiler and extra flags of a HIP arch. clang-22 with Debian's ROCm 5.2 device libraries and headers:
+# code object v5 (clang-22's default v6 needs ROCm 6.3 device libraries), and __AMDGCN_WAVEFRONT_SIZE, which
+# clang-22 no longer predefines and ROCm 5.2's amd_warp_functions.h reads (pk itself takes the wave size
+# from archdb).
+if [[ " $hip_archs " == *" gfx950 "* ]] && ! command -v "$clang_new" >/dev/null; then
+  echo "compile matrix: gfx950 needs $clang_new (tools/setup/check.sh --install hipnew), or leave it out of PK_MATRIX_HIP_ARCHS"
+  exit 1
+fi
+hip_flags() {
+  case $1 in
+    gfx950) echo "$clang_new -mcode-object-version=5 -D__AMDGCN_WAVEFRONT_SIZE=64" ;;
+    *) echo "$clang" ;;
+  esac
+}
 
 # PK_MATRIX_REUSE_REPORTS=1: a TU x arch whose report is already in OUT_DIR (a library build configured
 # with -DPK_RESOURCE_REPORTS=OUT_DIR wrote it, through cmake/pk_report.sh) is not compiled again.
@@ -53,7 +72,7 @@ compile_one() {
     rc=$?; log="$out/$tu.sm_$arch.ptxas.log"
   else
     # shellcheck disable=SC2086
-    "$clang" -x hip -std=c++20 -O3 --rocm-path=/usr --rocm-device-lib-path="$devlibs" --cuda-device-only \
+    $(hip_flags "$arch") -x hip -std=c++20 -O3 --rocm-path=/usr --rocm-device-lib-path="$devlibs" --cuda-device-only \
       --no-gpu-bundle-output --offload-arch="$arch" -Rpass-analysis=kernel-resource-usage $incs -c "$src" \
       -o "$out/$tu.$arch.o" > "$out/$tu.$arch.remarks" 2>&1
     rc=$?; log="$out/$tu.$arch.remarks"
@@ -62,8 +81,8 @@ compile_one() {
   if [[ $rc != 0 ]]; then echo "FAILED: $kind $arch $src"; grep -E 'error' "$log" | head -20; return 1; fi
   echo "ok: $kind $arch $tu ($((SECONDS - t0)) s)"
 }
-export -f compile_one
-export out nvcc clang devlibs
+export -f compile_one hip_flags
+export out nvcc clang clang_new devlibs
 : > "$out/timings.tsv"
 start=$SECONDS
 if ! xargs -a "$jobsfile" -d '\n' -P "$jobs" -I{} bash -c 'compile_one "$@"' _ {}; then

@@ -13,6 +13,7 @@ set(PK_CODE_TARGETS
   "host_sm90a|host|sm90a|H100 SXM"
   "host_gfx942|host|gfx942|MI300X"
   "host_gfx1100|host|gfx1100|RX 7900 XTX"
+  "host_gfx1201|host|gfx1201|RX 9070 XT"
   "cuda|cuda|generic|"
   "hip|hip|generic|")
 set(PK_KNOWN_HOST_ARCHS "")
@@ -25,7 +26,7 @@ foreach(row IN LISTS PK_CODE_TARGETS)
   endif()
 endforeach()
 set(PK_KNOWN_CUDA_ARCHS 80 86 89 90a 100 120)
-set(PK_KNOWN_HIP_ARCHS gfx90a gfx942 gfx950 gfx1100)
+set(PK_KNOWN_HIP_ARCHS gfx90a gfx942 gfx950 gfx1100 gfx1201)
 
 function(pk_check_cuda_architectures)
   if(NOT CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES MATCHES "^(native|all|all-major)$")
@@ -40,7 +41,7 @@ function(pk_check_cuda_architectures)
   endforeach()
 endfunction()
 
-# HIP is compiled by clang-19 directly (custom commands), not through CMake's HIP language: CMake
+# HIP is compiled by clang-19 (clang-22 for gfx950) directly (custom commands), not through CMake's HIP language: CMake
 # 3.25 cannot use Debian's ROCm layout (hip-lang lives under the multiarch libdir and its
 # `-isystem /usr/include` breaks the C++ headers' include_next chain in the compiler check).
 macro(pk_enable_hip)
@@ -52,7 +53,21 @@ macro(pk_enable_hip)
       message(FATAL_ERROR "CMAKE_HIP_ARCHITECTURES: ${a} has no archdb row (known: ${PK_KNOWN_HIP_ARCHS})")
     endif()
   endforeach()
-  find_program(PK_HIP_CLANG NAMES clang++-19 REQUIRED)
+  # clang-19 knows every arch but gfx950, which needs clang-22; with Debian's ROCm 5.2 device libraries and
+  # headers clang-22 needs code object v5 (its default v6 needs ROCm 6.3 libraries) and the wave size macro
+  # that ROCm 5.2's headers read and clang-22 no longer predefines (one value per invocation: wave64 only).
+  set(PK_HIP_ARCH_FLAGS "")
+  if("gfx950" IN_LIST CMAKE_HIP_ARCHITECTURES)
+    foreach(a IN LISTS CMAKE_HIP_ARCHITECTURES)
+      if(a MATCHES "^gfx1")
+        message(FATAL_ERROR "CMAKE_HIP_ARCHITECTURES: gfx950 (clang-22, wave64) and ${a} (wave32) need separate builds")
+      endif()
+    endforeach()
+    find_program(PK_HIP_CLANG NAMES clang++-22 REQUIRED)
+    set(PK_HIP_ARCH_FLAGS -mcode-object-version=5 -D__AMDGCN_WAVEFRONT_SIZE=64)
+  else()
+    find_program(PK_HIP_CLANG NAMES clang++-19 REQUIRED)
+  endif()
   find_library(PK_AMDHIP64 NAMES amdhip64 REQUIRED)
   set(PK_HIP_DEVLIBS "${PROJECT_BINARY_DIR}/hip-devlibs")
   execute_process(COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/hip_devlibs.sh ${PK_HIP_DEVLIBS} ${CMAKE_HIP_ARCHITECTURES}
@@ -77,7 +92,7 @@ function(pk_hip_object tgt wrapper obj)
   set(defs "$<TARGET_PROPERTY:${tgt},COMPILE_DEFINITIONS>")
   add_custom_command(OUTPUT "${obj}"
     COMMAND ${PK_HIP_REPORT} ${PK_HIP_CLANG} -x hip -std=c++20 -O3 -fPIC --rocm-path=/usr --rocm-device-lib-path=${PK_HIP_DEVLIBS}
-            ${arch_flags} ${extra} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
+            ${arch_flags} ${PK_HIP_ARCH_FLAGS} ${extra} "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
             -MD -MF "${obj}.d" -c "${wrapper}" -o "${obj}"
     DEPENDS "${wrapper}" DEPFILE "${obj}.d"
     COMMENT "HIP ${CMAKE_HIP_ARCHITECTURES}: ${wrapper}"

@@ -216,7 +216,8 @@ occupancy_result occupancy_rdna3(const device_desc& d, const kernel_resources& k
 
 occupancy_result occupancy(const device_desc& d, const kernel_resources& k, std::int64_t preferred_carveout) {
   if (d.vendor_id == vendor::nvidia) return occupancy_nvidia(d, k, preferred_carveout);
-  if (d.cus_per_wgp > 1 || traits(d.isa).mma == mma_family::wmma_rdna3) return occupancy_rdna3(d, k);
+  if (d.cus_per_wgp > 1 || traits(d.isa).mma == mma_family::wmma_rdna3 || traits(d.isa).mma == mma_family::wmma_rdna4)
+    return occupancy_rdna3(d, k);
   return occupancy_cdna(d, k);
 }
 

@@ -67,7 +67,7 @@ TEST(Archdb_ArchTable, ParseSpellings) {
                            {"90a", ad::arch::sm90a},    {"sm_90", ad::arch::sm90a},   {"sm_100a", ad::arch::sm100},
                            {"100", ad::arch::sm100},    {"sm_120", ad::arch::sm120},  {"120f", ad::arch::sm120},
                            {"gfx90a", ad::arch::gfx90a}, {"GFX942", ad::arch::gfx942}, {"gfx950", ad::arch::gfx950},
-                           {"gfx1100", ad::arch::gfx1100}, {"generic", ad::arch::generic}};
+                           {"gfx1100", ad::arch::gfx1100}, {"gfx1201", ad::arch::gfx1201}, {"generic", ad::arch::generic}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
     ad::arch a = ad::arch::generic;
@@ -97,5 +97,8 @@ TEST(Archdb_ArchTable, FeatureFacts) {
   EXPECT_FALSE(ad::traits(ad::arch::sm120).has_wgmma);
   EXPECT_EQ(ad::traits(ad::arch::gfx942).mma, ad::mma_family::mfma_cdna3);
   EXPECT_EQ(ad::traits(ad::arch::gfx1100).mma, ad::mma_family::wmma_rdna3);
+  // RDNA4's WMMA operands are laid out differently: no RDNA3 code may run on gfx1201.
+  EXPECT_EQ(ad::traits(ad::arch::gfx1201).mma, ad::mma_family::wmma_rdna4);
+  EXPECT_FALSE(ad::falls_back_to(ad::arch::gfx1201, ad::arch::gfx1100));
   EXPECT_EQ(ad::traits(ad::arch::sm120).fallback, ad::arch::sm89);
 }

@@ -31,6 +31,7 @@ const expected_device supported[] = {
     {"B200", ad::arch::sm100, 148},          {"RTX 5090", ad::arch::sm120, 170},      {"MI250X", ad::arch::gfx90a, 110},
     {"MI300X", ad::arch::gfx942, 304},       {"MI325X", ad::arch::gfx942, 304},       {"MI355X", ad::arch::gfx950, 256},
     {"RX 7900 XTX", ad::arch::gfx1100, 96},  {"RTX PRO 6000 Blackwell", ad::arch::sm120, 188},
+    {"RX 9070 XT", ad::arch::gfx1201, 64},
 };
 
 const char* const required_common[] = {"sm_count", "warp_size", "max_threads_per_sm", "max_warps_per_sm",

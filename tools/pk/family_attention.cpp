@@ -164,7 +164,7 @@ class attention_family final : public family {
                        std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
                        std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
-          e.declares_spills = attention::declares_spills(fam, pol, hd);
+          e.declares_spills = attention::declares_spills(a, pol, hd);
           out.push_back(std::move(e));
         }
       }
@@ -189,7 +189,7 @@ class attention_family final : public family {
           e.planned = p.all[i].res;
           e.planned.dynamic_smem = std::max(attention::decode_smem_bytes(pol, hd, 2, false, attention::stages_p(fam)),
                                             attention::decode_smem_bytes(pol, hd, 2, true, attention::stages_p(fam)));
-          e.declares_spills = attention::decode_declares_spills(fam, pol, hd);
+          e.declares_spills = attention::decode_declares_spills(a, pol, hd);
           out.push_back(std::move(e));
         }
       }

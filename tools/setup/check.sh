@@ -2,7 +2,7 @@
 # tools/setup/check.sh [--install] [GROUP...]
 # The one owner of pk's package list (tools/setup/debian-packages.txt): checks that every program, header
 # and library of the named groups (default: every group) is present and names the package of a missing
-# one. Groups: core (required: the host build and the tests), python, interfaces, hip, sanitize (optional).
+# one. Groups: core (required: the host build and the tests), python, interfaces, hip, hipnew, sanitize (optional).
 #
 # --install: installs the missing packages of the named groups first (apt-get; Debian 12 or Ubuntu 24.04).
 #   As root it runs apt-get; otherwise through `sudo -n` when that works without a password; otherwise
@@ -118,6 +118,7 @@ done
 declare -A enables=([python]="the Python module (import pk) and its tests"
                     [interfaces]="the Fortran example and the Kokkos adapter's install tests"
                     [hip]="AMD builds (the hip-* presets) and the HIP half of the compile matrix"
+                    [hipnew]="gfx950 (MI355X): the hip-gfx950 preset and its compile-matrix column (clang-22)"
                     [sanitize]="the host-asan preset and the fuzz targets (.ci/fuzz.sh)")
 for g in "${groups[@]}"; do
   [[ $g == core ]] && continue

@@ -41,6 +41,7 @@ atom_shape atom_of(const archdb::device_desc& d) {
     case archdb::mma_family::mfma_cdna3:
     case archdb::mma_family::mfma_cdna4: return {32, 32, 8, 16, 4, 4};
     case archdb::mma_family::wmma_rdna3: return {16, 16, 16, 8, 16, 16};
+    case archdb::mma_family::wmma_rdna4: return {16, 16, 16, 8, 8, 8};
     default: return {16, 8, 16, 4, 8, 4};
   }
 }
@@ -125,7 +126,7 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
     c.name = name_of(p, to_string(pr.type), pr.head_dim);
     c.res.threads_per_block = p.block_threads;
     c.res.dynamic_smem = smem_bytes(p, pr.head_dim, eb, stages_p(fam));
-    c.declares_spills = declares_spills(fam, p, pr.head_dim);
+    c.declares_spills = declares_spills(device.isa, p, pr.head_dim);
     if (p.strat == strategy::ws_wgmma_tma) {
       c.res.regs_per_thread = ws_launch_regs(device, p.block_threads);
       if (!ws_device) c.unavailable = "needs warpgroup MMA and tensor copies (sm_90a)";

@@ -130,7 +130,7 @@ decode_plan plan_decode(const archdb::device_desc& device, const decode_problem&
     c.res.threads_per_block = p.block_threads;
     c.res.dynamic_smem = decode_smem_bytes(p, pr.head_dim, eb, fp8, stages_p(fam));
     c.res.regs_per_thread = decode_regs(device, p, pr.head_dim);
-    c.declares_spills = decode_declares_spills(fam, p, pr.head_dim);
+    c.declares_spills = decode_declares_spills(device.isa, p, pr.head_dim);
     cands.push_back(c);
   }
   const int group = pr.heads_q / std::max(1, pr.heads_kv);

@@ -36,7 +36,8 @@ enum class arch : std::uint16_t {
   gfx90a,
   gfx942,
   gfx950,
-  gfx1100
+  gfx1100,
+  gfx1201
 };
 
 //! Matrix-instruction family used by the portable attention path on an arch.
@@ -48,7 +49,8 @@ enum class mma_family : std::uint8_t {
   mfma_cdna2,
   mfma_cdna3,
   mfma_cdna4,
-  wmma_rdna3
+  wmma_rdna3,
+  wmma_rdna4
 };
 
 //! ISA facts of one compile target.
@@ -163,6 +165,17 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // LDS-DMA on gfx11 unverified (unsourced, ARCH_FACTS §5)
      false, false,               // [ARCH_FACTS §5]
      mma_family::wmma_rdna3,     // WMMA 16x16x16 [MIC rdna3]
+     false},
+    // gfx1201 (RDNA4) does not fall back to gfx1100: its WMMA takes other operand layouts (no lane
+    // duplication), so RDNA3 code is wrong there [GPUOPEN-RDNA4: AMD GPUOpen, "Using the Matrix Cores of AMD
+    // RDNA 4 architecture GPUs", https://gpuopen.com/learn/using_matrix_core_amd_rdna4/].
+    {arch::gfx1201, vendor::amd, "gfx1201", arch::generic,
+     32,                         // native wave32 [LLVM-BASEINFO: GFX10+ default wave32]
+     1024,                       // [LLVM getMaxFlatWorkGroupSize]
+     32, 4,                      // unsourced (ARCH_FACTS §8, as gfx1100): bank geometry not confirmed; measure
+     false,                      // no per-lane async copy known on gfx12 (unsourced)
+     false, false,               // [ARCH_FACTS §5]
+     mma_family::wmma_rdna4,     // WMMA 16x16x16, gfx12 operand layouts [GPUOPEN-RDNA4][LLVM BuiltinsAMDGPU *_gfx12]
      false},
 };
 

@@ -5,7 +5,7 @@
 // Backends of a translation unit:
 //   CUDA (nvcc):  host pass -> device_arch == generic; device pass -> the arch being compiled.
 //   HIP (clang):  likewise; an unknown gfx target is an #error unless PK_ALLOW_GENERIC_ARCH.
-//   host emulator: the TU is compiled with -DPK_HOST_ARCH=<arch enumerator> (sm80, gfx942, gfx1100)
+//   host emulator: the TU is compiled with -DPK_HOST_ARCH=<arch enumerator> (sm80, gfx942, gfx1201, ...)
 //                  and every function is a "device pass": kernels run on the CPU, impersonating it.
 #pragma once
 #include <pk/archdb/arch.hpp>
@@ -49,6 +49,8 @@
 #define PK_DETAIL_DEVICE_ARCH ::pk::archdb::arch::gfx950
 #elif defined(__gfx1100__)
 #define PK_DETAIL_DEVICE_ARCH ::pk::archdb::arch::gfx1100
+#elif defined(__gfx1201__)
+#define PK_DETAIL_DEVICE_ARCH ::pk::archdb::arch::gfx1201
 #elif defined(PK_ALLOW_GENERIC_ARCH)
 #define PK_DETAIL_DEVICE_ARCH ::pk::archdb::arch::generic
 #else

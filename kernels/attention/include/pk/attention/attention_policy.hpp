@@ -121,18 +121,20 @@ constexpr std::span<const policy> candidates(family f, bool ws, int head_dim) {
 constexpr std::size_t candidate_count(family f, bool ws, int head_dim) { return candidates(f, ws, head_dim).size(); }
 
 //! Candidates that spill a little and are kept on purpose (the planner and the CI resource check accept
-//! their spills). Measured with ptxas -v, CUDA 13.0, sm_80/86/90a, 2026-11-30: at 255 registers, 24-128
-//! bytes of spill loads+stores per thread for 32 query rows per warp (two m16 atoms) at head_dim >= 96
-//! and for 64x64 tiles at head_dim 192 (and, since the kernel was split into pieces, 64 B at head_dim 96 on
-//! sm_90a: CI compile matrix 2026-11-30); none elsewhere, none on gfx90a/gfx942/gfx1100 (VGPRs Spill 0).
-//! The 32-rows-per-warp tiles are still the fastest measured on the H200
+//! their spills), per arch as the CI compile matrix measured them.
+//! NVIDIA (ptxas -v, CUDA 13.0, sm_80/86/90a, 2026-11-30): at 255 registers, 24-128 bytes of spill
+//! loads+stores per thread for 32 query rows per warp (two m16 atoms) at head_dim >= 96 and for 64x64 tiles
+//! at head_dim 192 (and, since the kernel was split into pieces, 64 B at head_dim 96 on sm_90a: CI compile
+//! matrix 2026-11-30). The 32-rows-per-warp tiles are still the fastest measured on the H200
 //! (bench/results/attention-h200-2026-11-30.md); 64x64 is declared for every head_dim >= 96.
-//! AMD: clang-19's remarks for gfx1100 (wave32, 256 VGPRs) show 144-348 bytes of scratch spills per lane
-//! at head_dim 96 and 192 (the CI compile matrix, 2026-11-30); gfx90a/gfx942 spill nothing. One AMD
-//! candidate list serves both, so the declaration covers the gfx1100 instances of those head_dims.
-constexpr bool declares_spills(family f, const policy& p, int head_dim) {
+//! AMD (clang-19 remarks, scratch bytes per lane): gfx1100 (WMMA, wave32, 256 VGPRs) 144-348 at head_dim 96
+//! and 192 (2026-11-30); gfx1201 (RDNA4 WMMA) 20-36 at head_dim 96 and 128, 88-412 at 192 and 256
+//! (2026-12-02); gfx90a/gfx942 and gfx950 (clang-22) none.
+constexpr bool declares_spills(archdb::arch a, const policy& p, int head_dim) {
   if (p.strat == strategy::ws_wgmma_tma) return false;
-  if (f != family::nvidia) return head_dim == 96 || head_dim == 192;
+  if (a == archdb::arch::gfx1100) return head_dim == 96 || head_dim == 192;
+  if (a == archdb::arch::gfx1201) return head_dim >= 96;
+  if (archdb::traits(a).vendor_id != archdb::vendor::nvidia) return false;
   const int rows_per_warp = p.block_m * 32 / p.block_threads;  // NVIDIA warps are 32 lanes
   return (rows_per_warp >= 32 && head_dim >= 96) || (p.block_m == 64 && p.block_n == 64 && head_dim >= 96);
 }

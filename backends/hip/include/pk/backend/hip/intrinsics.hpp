@@ -34,8 +34,16 @@ template <class T> __device__ __forceinline__ T shfl_xor(const T& v, int m, int 
 }
 __device__ __forceinline__ std::uint64_t ballot(bool p) { return static_cast<std::uint64_t>(__ballot(p)); }
 __device__ __forceinline__ void warp_sync() { __builtin_amdgcn_wave_barrier(); }
-__device__ __forceinline__ void block_sync() { __syncthreads(); }
-__device__ __forceinline__ void thread_fence() { __threadfence(); }
+// The barrier and the fence as clang builtins rather than ROCm 5.2's __syncthreads / __threadfence: those
+// call __atomic_work_item_fence, which clang-19 lowers itself but newer clangs (gfx950 needs clang-22) leave
+// to a device library that ROCm 5.2 does not have. Same semantics: workgroup release before the barrier,
+// acquire after it; a sequentially consistent device-scope ("agent") fence.
+__device__ __forceinline__ void block_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+__device__ __forceinline__ void thread_fence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 [[noreturn]] __device__ __forceinline__ void trap() { __builtin_trap(); }
 
 }  // namespace pk::backend::hip
