@@ -544,146 +544,91 @@ using mma_cdna_32x32x8_f32bf16bf16f32 = mma_cdna_32x32x8<bf16>;
 using mma_cdna_32x32x8_f32f16f16f32 = mma_cdna_32x32x8<fp16>;
 
 // ---------------------------------------------------------------------------------------------------
-// AMD RDNA3 (gfx1100), wave32: v_wmma_f32_16x16x16_{bf16,f16} (RDNA3 ISA §7.9; AMD GPUOpen "How to
-// accelerate AI applications on RDNA 3 using WMMA"). A and B are duplicated: lanes 16-31 must hold the
-// same values as lanes 0-15. h = lane / 16.
+// AMD WMMA 16x16x16 (wave32): v_wmma_f32_16x16x16_{bf16,f16}, in the operand layouts of RDNA3 (gfx11) or
+// RDNA4 (gfx12). h = lane / 16.
+// RDNA3 (gfx1100; RDNA3 ISA §7.9; AMD GPUOpen "How to accelerate AI applications on RDNA 3 using WMMA"):
+// A and B are duplicated, lanes 16-31 must hold the same values as lanes 0-15.
 //   A (T32,V16) -> (M16,K16): m = lane%16, k = v          (lanes l and l+16 identical)
 //   B (T32,V16) -> (N16,K16): n = lane%16, k = v          (lanes l and l+16 identical)
 //   C (T32,V8)  -> (M16,N16): m = 2v + h,  n = lane%16
-template <class T>
-struct mma_rdna3_16x16x16 {
+// RDNA4 (gfx1201; AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs",
+// https://gpuopen.com/learn/using_matrix_core_amd_rdna4/; llama.cpp ggml-cuda/mma.cuh, its RDNA4 tiles;
+// clang's __builtin_amdgcn_wmma_*_w32_gfx12 take 8-element vectors): no duplication, each half-wave holds
+// half of K.
+//   A (T32,V8) -> (M16,K16): m = lane%16, k = 8h + v
+//   B (T32,V8) -> (N16,K16): n = lane%16, k = 8h + v
+//   C (T32,V8) -> (M16,N16): m = 8h + v,  n = lane%16
+enum class wmma_gen : std::uint8_t { rdna3, rdna4 };
+template <class T, wmma_gen G>
+struct mma_wmma_16x16x16 {
   static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "WMMA 16x16x16: bf16 or fp16 inputs");
+  static constexpr bool rdna4 = G == wmma_gen::rdna4;
   using element = T;
   static constexpr int M = 16, N = 16, K = 16, lanes = 32;
-  static constexpr int a_vals = 16, b_vals = 16, c_vals = 8;
-  static constexpr int a_run = 16, b_run = 16, c_row_lanes = 16;
+  static constexpr int a_vals = rdna4 ? 8 : 16, b_vals = a_vals, c_vals = 8;
+  static constexpr int a_run = a_vals, b_run = b_vals, c_row_lanes = 16;
   using a_frag = fragment<T, a_vals>;
   using b_frag = fragment<T, b_vals>;
   using c_frag = fragment<float, c_vals>;
   PK_HOST_DEVICE static constexpr int a_m(int l, int) { return l % 16; }
-  PK_HOST_DEVICE static constexpr int a_k(int, int v) { return v; }
+  PK_HOST_DEVICE static constexpr int a_k(int l, int v) { return rdna4 ? 8 * (l / 16) + v : v; }
   PK_HOST_DEVICE static constexpr int b_n(int l, int) { return l % 16; }
-  PK_HOST_DEVICE static constexpr int b_k(int, int v) { return v; }
-  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return 2 * v + l / 16; }
+  PK_HOST_DEVICE static constexpr int b_k(int l, int v) { return rdna4 ? 8 * (l / 16) + v : v; }
+  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return rdna4 ? 8 * (l / 16) + v : 2 * v + l / 16; }
   PK_HOST_DEVICE static constexpr int c_n(int l, int) { return l % 16; }
 
   PK_DEVICE static void mma(c_frag& d, const a_frag& a, const b_frag& b, const c_frag& c,
                             impl::site s = impl::site::current("wmma 16x16x16")) {
 #if defined(PK_DETAIL_BACKEND_HOST)
-    impl::host_mma<mma_rdna3_16x16x16>(d, a, b, c, s);
+    impl::host_mma<mma_wmma_16x16x16>(d, a, b, c, s);
 #elif defined(PK_DETAIL_BACKEND_HIP)
     (void)s;
     using f32x8 = float __attribute__((ext_vector_type(8)));
+    using i16xn = short __attribute__((ext_vector_type(a_vals)));
+    using f16xn = _Float16 __attribute__((ext_vector_type(a_vals)));
     f32x8 acc = __builtin_bit_cast(f32x8, c);
-    if constexpr (std::is_same_v<T, bf16>) {
-      using i16x16 = short __attribute__((ext_vector_type(16)));
-      acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(i16x16, a), __builtin_bit_cast(i16x16, b),
-                                                         acc);
+    if constexpr (rdna4 && std::is_same_v<T, bf16>) {
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(__builtin_bit_cast(i16xn, a), __builtin_bit_cast(i16xn, b), acc);
+    } else if constexpr (rdna4) {
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(__builtin_bit_cast(f16xn, a), __builtin_bit_cast(f16xn, b), acc);
+    } else if constexpr (std::is_same_v<T, bf16>) {
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(i16xn, a), __builtin_bit_cast(i16xn, b), acc);
     } else {
-      using f16x16 = _Float16 __attribute__((ext_vector_type(16)));
-      acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(f16x16, a), __builtin_bit_cast(f16x16, b),
-                                                        acc);
+      acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(f16xn, a), __builtin_bit_cast(f16xn, b), acc);
     }
     d = __builtin_bit_cast(c_frag, acc);
 #else
     (void)d, (void)a, (void)b, (void)c, (void)s;
-    static_assert(!is_device_pass || sizeof(T) == 0, "WMMA exists only on AMD RDNA3 targets");  // a host pass only parses it
+    static_assert(!is_device_pass || sizeof(T) == 0, "WMMA exists only on AMD RDNA targets");  // a host pass only parses it
 #endif
   }
 
   static constexpr int b_group = 1;
-  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) { mma_load::a_generic<mma_rdna3_16x16x16>(f, tile, ld, lane); }
+  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) { mma_load::a_generic<mma_wmma_16x16x16>(f, tile, ld, lane); }
   PK_DEVICE static void load_b_nk(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
-    mma_load::b_nk_generic<mma_rdna3_16x16x16>(f, tile, ld, lane);
+    mma_load::b_nk_generic<mma_wmma_16x16x16>(f, tile, ld, lane);
   }
   PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
-    mma_load::b_kn_generic<mma_rdna3_16x16x16>(f, tile, ld, lane);
+    mma_load::b_kn_generic<mma_wmma_16x16x16>(f, tile, ld, lane);
   }
   // FP8 operands (mma_fp8): through the layout functions, columns in order.
   PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
   PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
   template <bool Fnuz, class Tile>
   PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
-    mma_fp8::b_nk_generic<mma_rdna3_16x16x16, Fnuz>(f, t, r0, c0, lane);
+    mma_fp8::b_nk_generic<mma_wmma_16x16x16, Fnuz>(f, t, r0, c0, lane);
   }
   template <bool Fnuz, class Tile>
   PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
-    mma_fp8::b_kn_generic<mma_rdna3_16x16x16, Fnuz>(f, t, r0, c0, lane);
+    mma_fp8::b_kn_generic<mma_wmma_16x16x16, Fnuz>(f, t, r0, c0, lane);
   }
 };
+template <class T>
+using mma_rdna3_16x16x16 = mma_wmma_16x16x16<T, wmma_gen::rdna3>;
+template <class T>
+using mma_rdna4_16x16x16 = mma_wmma_16x16x16<T, wmma_gen::rdna4>;
 using mma_rdna3_16x16x16_f32bf16bf16f32 = mma_rdna3_16x16x16<bf16>;
 using mma_rdna3_16x16x16_f32f16f16f32 = mma_rdna3_16x16x16<fp16>;
-
-// ---------------------------------------------------------------------------------------------------
-// AMD RDNA4 (gfx1201), wave32: v_wmma_f32_16x16x16_{bf16,f16}, whose gfx12 operands are half as wide as
-// RDNA3's: no lane duplication, each half-wave holds half of K (AMD GPUOpen, "Using the Matrix Cores of
-// AMD RDNA 4 architecture GPUs", https://gpuopen.com/learn/using_matrix_core_amd_rdna4/; llama.cpp
-// ggml-cuda/mma.cuh, its RDNA4 tiles; clang's __builtin_amdgcn_wmma_*_w32_gfx12 take 8-element vectors).
-// h = lane / 16.
-//   A (T32,V8) -> (M16,K16): m = lane%16, k = 8h + v
-//   B (T32,V8) -> (N16,K16): n = lane%16, k = 8h + v
-//   C (T32,V8) -> (M16,N16): m = 8h + v,  n = lane%16
-template <class T>
-struct mma_rdna4_16x16x16 {
-  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, fp16>, "WMMA 16x16x16: bf16 or fp16 inputs");
-  using element = T;
-  static constexpr int M = 16, N = 16, K = 16, lanes = 32;
-  static constexpr int a_vals = 8, b_vals = 8, c_vals = 8;
-  static constexpr int a_run = 8, b_run = 8, c_row_lanes = 16;
-  using a_frag = fragment<T, a_vals>;
-  using b_frag = fragment<T, b_vals>;
-  using c_frag = fragment<float, c_vals>;
-  PK_HOST_DEVICE static constexpr int a_m(int l, int) { return l % 16; }
-  PK_HOST_DEVICE static constexpr int a_k(int l, int v) { return 8 * (l / 16) + v; }
-  PK_HOST_DEVICE static constexpr int b_n(int l, int) { return l % 16; }
-  PK_HOST_DEVICE static constexpr int b_k(int l, int v) { return 8 * (l / 16) + v; }
-  PK_HOST_DEVICE static constexpr int c_m(int l, int v) { return 8 * (l / 16) + v; }
-  PK_HOST_DEVICE static constexpr int c_n(int l, int) { return l % 16; }
-
-  PK_DEVICE static void mma(c_frag& d, const a_frag& a, const b_frag& b, const c_frag& c,
-                            impl::site s = impl::site::current("wmma 16x16x16 (gfx12)")) {
-#if defined(PK_DETAIL_BACKEND_HOST)
-    impl::host_mma<mma_rdna4_16x16x16>(d, a, b, c, s);
-#elif defined(PK_DETAIL_BACKEND_HIP)
-    (void)s;
-    using f32x8 = float __attribute__((ext_vector_type(8)));
-    f32x8 acc = __builtin_bit_cast(f32x8, c);
-    if constexpr (std::is_same_v<T, bf16>) {
-      using i16x8 = short __attribute__((ext_vector_type(8)));
-      acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(__builtin_bit_cast(i16x8, a), __builtin_bit_cast(i16x8, b),
-                                                              acc);
-    } else {
-      using f16x8 = _Float16 __attribute__((ext_vector_type(8)));
-      acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(__builtin_bit_cast(f16x8, a), __builtin_bit_cast(f16x8, b),
-                                                             acc);
-    }
-    d = __builtin_bit_cast(c_frag, acc);
-#else
-    (void)d, (void)a, (void)b, (void)c, (void)s;
-    static_assert(!is_device_pass || sizeof(T) == 0, "gfx12 WMMA exists only on AMD RDNA4 targets");  // a host pass only parses it
-#endif
-  }
-
-  static constexpr int b_group = 1;
-  PK_DEVICE static void load_a(a_frag& f, const T* tile, int ld, int lane) { mma_load::a_generic<mma_rdna4_16x16x16>(f, tile, ld, lane); }
-  PK_DEVICE static void load_b_nk(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
-    mma_load::b_nk_generic<mma_rdna4_16x16x16>(f, tile, ld, lane);
-  }
-  PK_DEVICE static void load_b_kn(b_frag (&f)[b_group], const T* tile, int ld, int lane) {
-    mma_load::b_kn_generic<mma_rdna4_16x16x16>(f, tile, ld, lane);
-  }
-  // FP8 operands (mma_fp8): through the layout functions, columns in order.
-  PK_HOST_DEVICE static constexpr int fp8_k_col(int k) { return k; }
-  PK_HOST_DEVICE static constexpr int fp8_n_col(int c) { return c; }
-  template <bool Fnuz, class Tile>
-  PK_DEVICE static void load_b_nk_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
-    mma_fp8::b_nk_generic<mma_rdna4_16x16x16, Fnuz>(f, t, r0, c0, lane);
-  }
-  template <bool Fnuz, class Tile>
-  PK_DEVICE static void load_b_kn_fp8(b_frag (&f)[b_group], const Tile& t, int r0, int c0, int lane) {
-    mma_fp8::b_kn_generic<mma_rdna4_16x16x16, Fnuz>(f, t, r0, c0, lane);
-  }
-};
 using mma_rdna4_16x16x16_f32bf16bf16f32 = mma_rdna4_16x16x16<bf16>;
 using mma_rdna4_16x16x16_f32f16f16f32 = mma_rdna4_16x16x16<fp16>;
 
