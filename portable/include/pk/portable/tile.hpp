@@ -173,11 +173,25 @@ struct c_rows {
     return n;
   }
   static constexpr int slots = count();
-  //! The row slot of value v.
+  struct slot_table {
+    int v[Layout::c_vals];
+  };
+  static constexpr slot_table make_slot_table() {
+    slot_table t{};
+    for (int v = 0, n = 0; v < Layout::c_vals; ++v)
+      if (is_leader(v)) t.v[v] = n++;
+    for (int v = 0; v < Layout::c_vals; ++v) t.v[v] = t.v[leader(v)];
+    return t;
+  }
+  //! The row slot of value v: a lookup in a table local to the function, so that once a loop over v is
+  //! unrolled the index into a caller's per-slot arrays folds to a constant before those arrays are split
+  //! into registers (computed in place, the nested loops outlived clang-19's SROA on gfx90a/gfx942: 352
+  //! bytes per lane of scratch in every attention kernel, the statistics of 16 slots kept in memory). Local,
+  //! not a static member: nvcc has no device copy of a class's constexpr array and compiled reads of one
+  //! into kernels that computed nothing, without a diagnostic.
   static constexpr int slot(int v) {
-    int n = 0;
-    for (int w = 0; w < leader(v); ++w) n += is_leader(w) ? 1 : 0;
-    return n;
+    constexpr slot_table t = make_slot_table();
+    return t.v[v];
   }
   static constexpr bool lane_independent() {
     // Per lane: every value is on its (lane-0) leader's row, and the leaders' rows are distinct. Linear in

@@ -62,13 +62,15 @@ constexpr std::span<const decode_policy> decode_candidates(family f, int head_di
 constexpr std::size_t decode_candidate_count(family f, int head_dim) { return decode_candidates(f, head_dim).size(); }
 
 //! Candidates that spill and are kept on purpose (the planner and the CI resource check accept them). Every
-//! warp holds all block_m rows of the output, so wave32 targets hold twice the wave64 share. clang-19's remarks,
-//! scratch per lane of the 16-bit / FP8 instances of the policy: gfx1100 (RDNA3 WMMA, 2026-12-02) head_dim 64
-//! 0 / 236 bytes (252 bytes of spills in the FP8 ones: the codes' byte loads and conversions on top of a kernel
-//! already at 256 VGPRs), 128 328 / 1076 bytes, 256 848 / 2728 bytes; gfx1201 (RDNA4 WMMA, whose operands take
-//! half the registers, 2026-12-02) 0 / 84, 128-144 / 716, 780-792 / 1884; gfx90a/gfx942, gfx950 (clang-22) and
-//! NVIDIA (ptxas, sm_80-120) none. The fix is 16 rows per block on wave32 targets.
-constexpr bool decode_declares_spills(archdb::arch a, const decode_policy&, int) {
+//! warp holds all block_m rows of the output, so wave32 targets hold twice the wave64 share. clang-19's remarks
+//! (CI compile matrix, 2026-12-03), scratch bytes per lane of the 16-bit / FP8 instances of the policy: gfx1100
+//! (RDNA3 WMMA) head_dim 64 0 / 236 (the FP8 ones: the codes' byte loads and conversions on top of a kernel
+//! already at 256 VGPRs), 128 328 / 1076, 256 848 / 2728; gfx1201 (RDNA4 WMMA, whose operands take half the
+//! registers) 0 / 84, 128-144 / 716, 780-792 / 1884; gfx90a/gfx942 (256 VGPRs + 256 AGPRs) at head_dim 256
+//! only, 0 / 392; gfx950 (clang-22) and NVIDIA (ptxas, sm_80-120) none. One instance reads every cache format,
+//! so the declaration covers the instance. The fix is 16 rows per block on wave32 targets and at head_dim 256.
+constexpr bool decode_declares_spills(archdb::arch a, const decode_policy&, int head_dim) {
+  if (a == archdb::arch::gfx90a || a == archdb::arch::gfx942) return head_dim >= 256;
   return a == archdb::arch::gfx1100 || a == archdb::arch::gfx1201;
 }
 

@@ -241,7 +241,9 @@ inline constexpr std::array<spill_declaration, 14> declared_spilling_kernels{{
     // sm_90a (ptxas -v, CUDA 13.0, 2026-12-02): f32 argmin/argmax 88 B and f64 argmin/argmax 24 B, the
     // others (bf16 and u8 included, with split_unroll's vectors) none; unbounded, the f32 sum and prod had
     // spilled 20-32 B at 80 registers on sm_80 and sm_90a; on gfx942 (clang-19 remarks, 2026-12-01; HIP does
-    // not apply the bound) 101 SGPRs (32 B scratch a lane) in argmin/argmax.
+    // not apply the bound) 109-129 SGPRs spilled in argmin/argmax (2026-12-03; the 32 B of scratch a lane they
+    // also had was arg_op's select between its operands' addresses, gone since it selects scalars), and on
+    // gfx1201 28-44 B of scratch in the i32 instances.
     {"segment_split_kernel", "*"},
     {"repro_sum_kernel", "*"},
     {"strided_reduce_kernel", "*"},
