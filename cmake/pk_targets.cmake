@@ -7,15 +7,22 @@
 # The code targets, declared once: pk/code_targets.hpp (the enum, names, backend, the ISA a host target
 # emulates, the archdb device it impersonates by default, whether this build has it) and the
 # X-macro PK_DETAIL_FOR_EACH_TARGET are generated from this table (pk_write_code_targets).
-#   name|backend|arch (archdb enumerator: the ISA a host target emulates)|device impersonated by default
+#   name|backend|arch (archdb enumerator: the ISA a host target emulates)|device impersonated by default|
+#   plain code from
+# "Plain code from" names a host arch whose emulated ISA differs from this one's only in matrix instructions
+# and tensor copies (sm90a: warpgroup MMA, TMA, over sm80's; gfx1201: RDNA4's WMMA layouts over RDNA3's):
+# families that use neither (instance tables declared PLAIN: the reductions, whose code depends on the
+# vendor and the warp size alone) are compiled once for the two, and this target runs that arch's instances
+# when the build has it (it compiles its own otherwise). The emulator's time is the budget: each reduction
+# instance set costs about 175 s of compile on the 2-core CI machine.
 set(PK_CODE_TARGETS
-  "host_sm80|host|sm80|A100-SXM4-80GB"
-  "host_sm90a|host|sm90a|H100 SXM"
-  "host_gfx942|host|gfx942|MI300X"
-  "host_gfx1100|host|gfx1100|RX 7900 XTX"
-  "host_gfx1201|host|gfx1201|RX 9070 XT"
-  "cuda|cuda|generic|"
-  "hip|hip|generic|")
+  "host_sm80|host|sm80|A100-SXM4-80GB|"
+  "host_sm90a|host|sm90a|H100 SXM|sm80"
+  "host_gfx942|host|gfx942|MI300X|"
+  "host_gfx1100|host|gfx1100|RX 7900 XTX|"
+  "host_gfx1201|host|gfx1201|RX 9070 XT|gfx1100"
+  "cuda|cuda|generic||"
+  "hip|hip|generic||")
 set(PK_KNOWN_HOST_ARCHS "")
 foreach(row IN LISTS PK_CODE_TARGETS)
   string(REPLACE "|" ";" f "${row}")
@@ -107,6 +114,22 @@ function(pk_hip_object tgt wrapper obj)
 endfunction()
 
 # Generates <build>/runtime/include/pk/code_targets.hpp from PK_CODE_TARGETS and checks PK_HOST_ARCHS.
+# pk_plain_code_target(<target name> <out var>): the target whose instances of PLAIN instance tables serve
+# <target name> in this build: the target named in its "plain code from" field when PK_HOST_ARCHS has that
+# arch, else itself.
+function(pk_plain_code_target name out)
+  set(result ${name})
+  foreach(row IN LISTS PK_CODE_TARGETS)
+    string(REPLACE "|" ";" f "${row}")
+    list(GET f 0 n)
+    list(GET f 4 from)
+    if(n STREQUAL name AND NOT from STREQUAL "" AND from IN_LIST PK_HOST_ARCHS)
+      set(result host_${from})
+    endif()
+  endforeach()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
 function(pk_write_code_targets)
   foreach(a IN LISTS PK_HOST_ARCHS)
     if(NOT a IN_LIST PK_KNOWN_HOST_ARCHS)
@@ -115,6 +138,7 @@ function(pk_write_code_targets)
   endforeach()
   set(enum "")
   set(rows "")
+  set(plains "")
   set(xlist "")
   list(LENGTH PK_CODE_TARGETS count)
   foreach(row IN LISTS PK_CODE_TARGETS)
@@ -123,6 +147,7 @@ function(pk_write_code_targets)
     list(GET f 1 backend)
     list(GET f 2 arch)
     list(GET f 3 device)
+    pk_plain_code_target(${name} plain)
     if(backend STREQUAL "host")
       if(arch IN_LIST PK_HOST_ARCHS)
         set(built true)
@@ -137,7 +162,8 @@ function(pk_write_code_targets)
       set(built false)
     endif()
     string(APPEND enum "${name}, ")
-    string(APPEND rows "    {target::${name}, \"${name}\", backend_kind::${backend}, archdb::arch::${arch}, \"${device}\", ${built}},\n")
+    string(APPEND rows "    {target::${name}, \"${name}\", backend_kind::${backend}, archdb::arch::${arch}, \"${device}\", ${built}, target::${plain}},\n")
+    string(APPEND plains "#define PK_DETAIL_PLAIN_${name} ${plain}\n")
     if(built)
       string(APPEND xlist "X(${name}) ")
     endif()
@@ -147,6 +173,7 @@ function(pk_write_code_targets)
   set(PK_CODE_TARGET_ROWS "${rows}")
   set(PK_CODE_TARGET_COUNT ${count})
   set(PK_TARGET_XLIST "${xlist}")
+  set(PK_TARGET_PLAIN "${plains}")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/code_targets.hpp.in
                  ${PROJECT_BINARY_DIR}/runtime/include/pk/code_targets.hpp @ONLY)
 endfunction()
@@ -157,8 +184,11 @@ endfunction()
 #   pk_target_sources(<target> FP_CONTRACT_OFF <source>...): no floating-point contraction in those sources
 #   on any target (host and HIP: -ffp-contract=off; CUDA: --fmad=false), for results whose bits must not
 #   depend on a compiler's choice (the reproducible sum).
+#   pk_target_sources(<target> PLAIN <source>...): sources without matrix instructions or tensor copies, not
+#   compiled for a host target whose "plain code from" arch is built (PK_CODE_TARGETS); its dispatch runs
+#   that arch's instances (PK_DETAIL_PLAIN in pk/code_targets.hpp).
 function(pk_target_sources tgt)
-  cmake_parse_arguments(PARSE_ARGV 1 A "FP_CONTRACT_OFF" "" "")
+  cmake_parse_arguments(PARSE_ARGV 1 A "FP_CONTRACT_OFF;PLAIN" "" "")
   set(host_opts "")
   set(cuda_opts "")
   set(hip_opts "")
@@ -173,6 +203,10 @@ function(pk_target_sources tgt)
     get_filename_component(stem "${src}" NAME_WE)
     set(wrappers "")
     foreach(a IN LISTS PK_HOST_ARCHS)
+      pk_plain_code_target(host_${a} plain)
+      if(A_PLAIN AND NOT plain STREQUAL "host_${a}")
+        continue()  # that target's instances serve this one (PK_CODE_TARGETS)
+      endif()
       set(w "${CMAKE_CURRENT_BINARY_DIR}/pk_targets/host_${a}/${stem}.cpp")
       file(CONFIGURE OUTPUT "${w}" CONTENT "#include \"${abs}\"\n" @ONLY)
       set_source_files_properties("${w}" TARGET_DIRECTORY ${tgt} PROPERTIES COMPILE_DEFINITIONS "PK_HOST_ARCH=${a}"

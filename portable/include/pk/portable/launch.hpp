@@ -27,10 +27,11 @@ struct launch_shape {
 //! (The target's inline namespace is named after its code_targets entry.)
 inline constexpr pk::target this_target = pk::target::PK_DETAIL_TARGET_NS;
 
-//! Launches `kernel(args...)` over the grid on stream `s`.
+//! Launches `kernel(args...)` over the grid on stream `s`: code of the stream's target, or of the target
+//! whose plain code (no matrix instructions or tensor copies) serves it (code_target_info::plain).
 template <class... KArgs, class... Args>
 status launch(const pk::stream& s, void (*kernel)(KArgs...), const launch_shape& shape, Args&&... args) {
-  if (s.code_target() != this_target)
+  if (s.code_target() != this_target && info(s.code_target()).plain != this_target)
     return {errc::internal, std::string(shape.name) + ": stream of target " + to_string(s.code_target()) +
                                 " dispatched to code of target " + to_string(this_target)};
 #if defined(PK_DETAIL_BACKEND_HOST)
