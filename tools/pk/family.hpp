@@ -24,6 +24,10 @@ struct manifest_entry {
   std::string symbol;           //!< a substring of the mangled kernel name (Itanium ABI, nvcc and clang)
   archdb::kernel_resources planned;  //!< what the planner assumes (dynamic smem is the planned one)
   bool declares_spills = false;
+  //! The fewest 32-bit registers per thread that can hold the kernel's accumulators (attention: the O tile,
+  //! and the S tile of the forward, spread over all the block's threads): a compiled kernel with fewer
+  //! registers, spilled words included, lost its work to the compiler (0: no floor).
+  int min_registers = 0;
 };
 
 //! Result of `pk run`: the check against the CPU reference.

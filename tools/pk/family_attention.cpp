@@ -165,6 +165,7 @@ class attention_family final : public family {
                        std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.stages) + "E";
           e.planned = p.all[i].res;
           e.declares_spills = attention::declares_spills(a, pol, hd);
+          e.min_registers = pol.block_m * (hd + pol.block_n) / pol.block_threads;  // O and S, fp32
           out.push_back(std::move(e));
         }
       }
@@ -190,6 +191,7 @@ class attention_family final : public family {
           e.planned.dynamic_smem = std::max(attention::decode_smem_bytes(pol, hd, 2, false, attention::stages_p(fam)),
                                             attention::decode_smem_bytes(pol, hd, 2, true, attention::stages_p(fam)));
           e.declares_spills = attention::decode_declares_spills(a, pol, hd);
+          e.min_registers = pol.block_m * hd / pol.block_threads;  // O, fp32
           out.push_back(std::move(e));
         }
       }

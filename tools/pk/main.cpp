@@ -389,7 +389,7 @@ int cmd_candidates(const std::string& arch_name, const std::string& family_name,
       arr.push_back({{"family", e.family}, {"candidate", e.candidate}, {"instance", e.instance}, {"symbol", e.symbol},
                      {"threads_per_block", e.planned.threads_per_block}, {"regs_per_thread", e.planned.regs_per_thread},
                      {"static_smem", e.planned.static_smem}, {"dynamic_smem", e.planned.dynamic_smem},
-                     {"declares_spills", e.declares_spills}});
+                     {"declares_spills", e.declares_spills}, {"min_registers", e.min_registers}});
   }
   if (as_json) {
     std::cout << json{{"schema", manifest_schema}, {"arch", archdb::name_of(a)}, {"candidates", arr}}.dump(2) << "\n";

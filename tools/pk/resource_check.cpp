@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -201,6 +202,7 @@ bool load_manifest(const std::string& path, archdb::arch& a, std::vector<manifes
       e.planned.static_smem = c.value("static_smem", std::int64_t{0});
       e.planned.dynamic_smem = c.value("dynamic_smem", std::int64_t{0});
       e.declares_spills = c.value("declares_spills", false);
+      e.min_registers = c.value("min_registers", 0);
       out.push_back(std::move(e));
     }
   } catch (const std::exception& ex) {
@@ -306,6 +308,8 @@ int resource_check_main(const resource_check_options& o) {
       // The compiled kernel(s) of the candidate on this arch; the worst resources when several TUs hold it.
       kernel_report worst;
       int found = 0;
+      int fewest_words = std::numeric_limits<int>::max();  // registers + AGPRs + spilled words, least of the matches
+      std::string fewest_file;
       for (const auto& r : reports) {
         if (r.isa != a || r.symbol.find(c.symbol) == std::string::npos) continue;
         matched_kernels.insert(an + "|" + r.symbol);
@@ -317,6 +321,8 @@ int resource_check_main(const resource_check_options& o) {
         worst.spill_bytes = std::max(worst.spill_bytes, r.spill_bytes);
         worst.sgpr_spills = std::max(worst.sgpr_spills, r.sgpr_spills);
         worst.file = worst.file.empty() ? r.file : worst.file;
+        const int words = r.regs + r.agprs + std::max(r.spill_bytes, r.stack_bytes) / 4;
+        if (words < fewest_words) fewest_words = words, fewest_file = r.file;
       }
       if (found == 0) {
         record(o.allow_missing ? "warn" : "FAIL", an, c.instance,
@@ -337,6 +343,16 @@ int resource_check_main(const resource_check_options& o) {
       res << "compiled " << worst.regs << " regs" << (worst.agprs ? " + " + std::to_string(worst.agprs) + " AGPRs" : "")
           << ", static smem " << worst.static_smem << " B + planned dynamic " << c.planned.dynamic_smem << " B"
           << (worst.spill_bytes ? ", spills " + std::to_string(worst.spill_bytes) + " B" : "") << " (" << worst.file << ")";
+      // A kernel that holds fewer registers than its accumulators need computes less than its source says:
+      // nvcc 13.0 once compiled attention kernels to 19-31 registers (from 119-232) without a diagnostic,
+      // from a device read of a class's constexpr array.
+      if (found > 0 && fewest_words < c.min_registers) {
+        record("FAIL", an, c.instance,
+               std::to_string(fewest_words) + " registers (spilled words included) in " + fewest_file +
+                   ", fewer than its accumulators need (" + std::to_string(c.min_registers) +
+                   " per thread): the compiler removed work from the kernel");
+        continue;
+      }
       if (worst.spill_bytes > 0 && !c.declares_spills) {
         record("FAIL", an, c.instance, res.str() + ": spills and its policy does not declare spills");
         continue;
