@@ -113,7 +113,6 @@ function(pk_hip_object tgt wrapper obj)
   target_link_libraries(${tgt} PRIVATE ${PK_AMDHIP64})
 endfunction()
 
-# Generates <build>/runtime/include/pk/code_targets.hpp from PK_CODE_TARGETS and checks PK_HOST_ARCHS.
 # pk_plain_code_target(<target name> <out var>): the target whose instances of PLAIN instance tables serve
 # <target name> in this build: the target named in its "plain code from" field when PK_HOST_ARCHS has that
 # arch, else itself.
@@ -130,6 +129,7 @@ function(pk_plain_code_target name out)
   set(${out} ${result} PARENT_SCOPE)
 endfunction()
 
+# Generates <build>/runtime/include/pk/code_targets.hpp from PK_CODE_TARGETS and checks PK_HOST_ARCHS.
 function(pk_write_code_targets)
   foreach(a IN LISTS PK_HOST_ARCHS)
     if(NOT a IN_LIST PK_KNOWN_HOST_ARCHS)
