@@ -87,6 +87,9 @@ class family {
   //! Allocates inputs on `s`, fills them with fresh random data from `seed` and computes the CPU
   //! reference in double.
   virtual status prepare(const stream& s, std::uint64_t seed) = 0;
+  //! Fills the output with a pattern no run produces (NaN), so that verify() finds every element a run
+  //! did not write; called before each verified run.
+  virtual status poison(const stream& s) = 0;
   //! Enqueues one run: policy `index`, or the library's own plan when index < 0.
   virtual status launch(const stream& s, int index) = 0;
   //! Reads the result of the last run and compares it with the reference; `p` is the plan that ran.

@@ -224,7 +224,12 @@ class attention_family final : public family {
     PK_TRY(upload(s, k_, dk_));
     PK_TRY(upload(s, v_, dv_));
     PK_TRY(dout_.allocate(s, static_cast<std::size_t>(nq)));
-    return dout_.upload(std::vector<std::uint16_t>(static_cast<std::size_t>(nq), 0x7fc0u));  // poison (NaN)
+    return poison(s);
+  }
+
+  status poison(const stream& s) override {
+    PK_TRY(synchronize(s));
+    return dout_.upload(std::vector<std::uint16_t>(q_.size(), 0x7fc0u));  // NaN in bf16 and f16 bits alike
   }
 
   status launch(const stream& s, int index) override {

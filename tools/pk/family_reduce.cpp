@@ -240,6 +240,11 @@ class reduce_family final : public family {
     }
   }
 
+  status poison(const stream& s) override {
+    PK_TRY(synchronize(s));
+    return out_.upload(std::vector<unsigned char>(sizeof(std::int64_t), 0xff));  // a NaN of every float width
+  }
+
   status launch(const stream& s, int index) override {
     reduce_options opt;
     std::string forced;
@@ -367,7 +372,7 @@ class reduce_family final : public family {
     std::vector<unsigned char> bytes(n * sizeof(T));
     if (n) std::memcpy(bytes.data(), h.data(), bytes.size());
     PK_TRY(in_.upload(bytes));
-    return out_.upload(std::vector<unsigned char>(sizeof(std::int64_t), 0xff));  // poison (NaN pattern)
+    return poison(s);
   }
 
   template <class T>

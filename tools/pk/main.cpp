@@ -330,14 +330,21 @@ int cmd_tune(family& f, const verb_options& o) {
             << "key: device=" << key.device << " family=" << key.family << " candidate_set=" << key.candidate_set
             << " bucket=" << key.bucket << "\n";
   if (auto st = f.prepare(s, o.seed); !st) return fail(st);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto so_far = [&] {
+    return fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1) + " s";
+  };
   const measure_progress progress = [&](std::size_t k, std::size_t n, const std::string& name, const measured_run* r) {
     if (!r) {
-      std::cerr << "[" << k + 1 << "/" << n << "] " << pad(name, 24) << " " << std::flush;
+      std::cerr << "[" << k + 1 << "/" << n << "] checking " << name << " (" << so_far() << ")\n";
+      if (k + 1 == n)
+        std::cerr << "timing the " << n << " candidates interleaved: " << reps << " timed runs each, in "
+                  << std::min(measure_rounds, std::max(reps, 1)) << " rounds of " << warmup << " warm-up and a share of them\n";
       return;
     }
-    std::cerr << "median " << fmt_time(r->t.median_us) << " (min " << fmt_time(r->t.min_us) << ", max "
-              << fmt_time(r->t.max_us) << ", " << reps << " reps after " << warmup << " warm-up)"
-              << (r->v.pass ? ", verified" : ", WRONG RESULT: excluded") << "\n";
+    std::cerr << "[" << k + 1 << "/" << n << "] " << pad(name, 24) << " median " << fmt_time(r->t.median_us) << " (min "
+              << fmt_time(r->t.min_us) << ", max " << fmt_time(r->t.max_us) << ", " << r->t.us.size() << " reps)"
+              << (r->v.pass ? ", verified" : ", WRONG RESULT: excluded") << " (" << so_far() << ")\n";
   };
   std::vector<measured_run> runs;
   if (auto st = measure_runs(f, s, model, order, warmup, reps, progress, runs); !st) return fail(st);

@@ -16,8 +16,10 @@ std::vector<int> rank_fitting(const archdb::plan& model, int top) {
 }
 
 status measure_runs(family& f, const stream& s, const archdb::plan& model, const std::vector<int>& order, int warmup,
-                    int reps, const measure_progress& progress, std::vector<measured_run>& out) {
+                    int reps, const measure_progress& progress, std::vector<measured_run>& out,
+                    const std::vector<std::function<status()>>& alongside, std::vector<timing>* alongside_t) {
   out.clear();
+  std::vector<std::function<status()>> works;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const int i = order[k];
     if (i >= static_cast<int>(model.all.size()) || (i < 0 && model.index < 0))
@@ -36,11 +38,23 @@ status measure_runs(family& f, const stream& s, const archdb::plan& model, const
     r.name = p.name;
     r.predicted_us = p.predicted_us;
     if (progress) progress(k, order.size(), r.name, nullptr);
-    PK_TRY(time_work(s, warmup, reps, [&] { return f.launch(s, i); }, r.t));
+    // Checked first, on a poisoned output: a run that leaves elements unwritten fails even when the run
+    // before it wrote the right values there.
+    PK_TRY(f.poison(s));
+    PK_TRY(f.launch(s, i));
     PK_TRY(f.verify(s, p, r.v));
     out.push_back(std::move(r));
-    if (progress) progress(k, order.size(), out.back().name, &out.back());
+    works.emplace_back([&f, &s, i] { return f.launch(s, i); });
   }
+  works.insert(works.end(), alongside.begin(), alongside.end());
+  std::vector<timing> t;
+  PK_TRY(time_interleaved(s, warmup, reps, measure_rounds, works, t));
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    out[k].t = std::move(t[k]);
+    if (progress) progress(k, out.size(), out[k].name, &out[k]);
+  }
+  if (alongside_t) alongside_t->assign(std::make_move_iterator(t.begin() + static_cast<std::ptrdiff_t>(out.size())),
+                                       std::make_move_iterator(t.end()));
   return {};
 }
 

@@ -1,6 +1,6 @@
 // pk command-line tool: the candidate loop shared by `pk tune` and `pk bench`: each run (a candidate
-// forced by index, or the library's own plan) is warmed up, timed (pk/timing.hpp) and verified against the
-// family's CPU reference.
+// forced by index, or the library's own plan) is verified against the family's CPU reference, then all
+// are timed together (pk/timing.hpp).
 #pragma once
 #include "family.hpp"
 #include <pk/timing.hpp>
@@ -21,17 +21,24 @@ struct measured_run {
   verification v;
 };
 
-//! Called before (`done` null) and after each run: run k (0-based) of n.
+//! Called before run k (0-based) of n is checked (`done` null), and for each run once all are timed.
 using measure_progress = std::function<void(std::size_t k, std::size_t n, const std::string& name, const measured_run* done)>;
 
 //! The fitting candidates of `model`, best predicted first (stable); only the first `top` when top > 0.
 std::vector<int> rank_fitting(const archdb::plan& model, int top);
 
+//! Rounds of the interleaved timing (pk/timing.hpp, time_interleaved): each run's repetitions are spread
+//! over five rounds, so that device drift during the measurement falls on every run alike.
+inline constexpr int measure_rounds = 5;
+
 //! Runs each entry of `order` on the prepared family `f`: i >= 0 forces candidate i of `model`, -1 runs
-//! the library's own plan (`model`, which must have a fitting choice). Each run: `warmup` untimed runs,
-//! `reps` timed ones, then the result of the last one is verified. A wrong result is reported in the
-//! run's verification, not as an error; errors (launch, backend) stop the loop.
+//! the library's own plan (`model`, which must have a fitting choice). First each run once on a poisoned
+//! output, verified; then all of them timed interleaved (`measure_rounds` rounds, each `warmup` untimed
+//! and a share of `reps` timed runs per entry), together with the `alongside` works (anchors), whose
+//! timings go to `alongside_t`. A wrong result is reported in the run's verification, not as an error;
+//! errors (launch, backend) stop the loop.
 status measure_runs(family& f, const stream& s, const archdb::plan& model, const std::vector<int>& order, int warmup,
-                    int reps, const measure_progress& progress, std::vector<measured_run>& out);
+                    int reps, const measure_progress& progress, std::vector<measured_run>& out,
+                    const std::vector<std::function<status()>>& alongside = {}, std::vector<timing>* alongside_t = nullptr);
 
 }  // namespace pk::tool

@@ -41,6 +41,18 @@ status time_with_events(const stream& s, int reps, const std::function<status()>
 }
 }  // namespace
 
+namespace {
+void summarize(timing& t) {
+  t.median_us = median(t.us);
+  t.min_us = t.max_us = 0;
+  if (!t.us.empty()) {
+    const auto [lo, hi] = std::minmax_element(t.us.begin(), t.us.end());
+    t.min_us = *lo;
+    t.max_us = *hi;
+  }
+}
+}  // namespace
+
 status time_work(const stream& s, int warmup, int reps, const std::function<status()>& work, timing& out) {
   out = {};
   for (int w = 0; w < warmup; ++w) PK_TRY(work());
@@ -67,12 +79,25 @@ status time_work(const stream& s, int warmup, int reps, const std::function<stat
         out.us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }
   }
-  out.median_us = median(out.us);
-  if (!out.us.empty()) {
-    const auto [lo, hi] = std::minmax_element(out.us.begin(), out.us.end());
-    out.min_us = *lo;
-    out.max_us = *hi;
+  summarize(out);
+  return {};
+}
+
+status time_interleaved(const stream& s, int warmup, int reps, int rounds,
+                        const std::vector<std::function<status()>>& works, std::vector<timing>& out) {
+  if (reps < 0 || warmup < 0) return invalid_argument("time_interleaved: warmup and reps must be >= 0");
+  rounds = std::clamp(rounds, 1, std::max(reps, 1));
+  out.assign(works.size(), timing{});
+  for (int r = 0; r < rounds; ++r) {
+    const int share = reps / rounds + (r < reps % rounds ? 1 : 0);
+    for (std::size_t i = 0; i < works.size(); ++i) {
+      timing t;
+      PK_TRY(time_work(s, warmup, share, works[i], t));
+      out[i].clock = t.clock;
+      out[i].us.insert(out[i].us.end(), t.us.begin(), t.us.end());
+    }
   }
+  for (auto& t : out) summarize(t);
   return {};
 }
 
@@ -91,9 +116,9 @@ status is_capturing(const stream& s, bool& out) {
 
 namespace detail {
 
-// Repetitions per candidate: one untimed (module load, first-touch) and the median of five timed runs,
-// enough to rank candidates whose times differ by a few percent (the ranking `pk tune` stores uses more).
-constexpr int tune_warmup = 1;
+// Repetitions per candidate: one untimed launch (module load, first touch; it also finds the candidates
+// that launch) and the median of five timed runs, interleaved over the candidates: enough to rank
+// candidates whose times differ by a few percent (the ranking `pk tune` stores uses more).
 constexpr int tune_reps = 5;
 
 status tune_on_miss(const stream& s, const archdb::plan& p, const std::string& family, const std::string& bucket,
@@ -107,18 +132,25 @@ status tune_on_miss(const stream& s, const archdb::plan& p, const std::string& f
   for (const auto& c : p.all) fitting += c.fits ? 1 : 0;
   if (fitting < 2) return {};
 
-  int best = -1;
-  double best_us = std::numeric_limits<double>::infinity();
+  // Candidates that launch, then all of them timed interleaved (time_interleaved says why).
+  std::vector<int> ok;
+  std::vector<std::function<status()>> works;
   for (std::size_t i = 0; i < p.all.size(); ++i) {
     if (!p.all[i].fits) continue;
-    timing t;
     const int candidate = static_cast<int>(i);
-    if (!time_work(s, tune_warmup, tune_reps, [&] { return launch(candidate); }, t)) continue;
-    if (t.median_us < best_us) {
-      best_us = t.median_us;
-      best = candidate;
-    }
+    if (!launch(candidate) || !synchronize(s)) continue;
+    ok.push_back(candidate);
+    works.emplace_back([&launch, candidate] { return launch(candidate); });
   }
+  std::vector<timing> t;
+  int best = -1;
+  double best_us = std::numeric_limits<double>::infinity();
+  if (!works.empty() && time_interleaved(s, 0, tune_reps, tune_reps, works, t))
+    for (std::size_t k = 0; k < ok.size(); ++k)
+      if (t[k].median_us < best_us) {
+        best_us = t[k].median_us;
+        best = ok[k];
+      }
   if (best < 0) return {};  // every candidate failed: the call's own launch reports why
   archdb::tuning_entry e;
   e.winner = p.all[static_cast<std::size_t>(best)].name;
