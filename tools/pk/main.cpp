@@ -338,8 +338,8 @@ int cmd_tune(family& f, const verb_options& o) {
     if (!r) {
       std::cerr << "[" << k + 1 << "/" << n << "] checking " << name << " (" << so_far() << ")\n";
       if (k + 1 == n)
-        std::cerr << "timing the " << n << " candidates interleaved: " << reps << " timed runs each, in "
-                  << std::min(measure_rounds, std::max(reps, 1)) << " rounds of " << warmup << " warm-up and a share of them\n";
+        std::cerr << "timing the " << n << " candidates interleaved: " << warmup << " warm-up runs each, then " << reps
+                  << " rounds of one timed run each\n";
       return;
     }
     std::cerr << "[" << k + 1 << "/" << n << "] " << pad(name, 24) << " median " << fmt_time(r->t.median_us) << " (min "

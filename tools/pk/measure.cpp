@@ -48,7 +48,7 @@ status measure_runs(family& f, const stream& s, const archdb::plan& model, const
   }
   works.insert(works.end(), alongside.begin(), alongside.end());
   std::vector<timing> t;
-  PK_TRY(time_interleaved(s, warmup, reps, measure_rounds, works, t));
+  PK_TRY(time_interleaved(s, warmup, reps, works, t));
   for (std::size_t k = 0; k < out.size(); ++k) {
     out[k].t = std::move(t[k]);
     if (progress) progress(k, out.size(), out[k].name, &out[k]);

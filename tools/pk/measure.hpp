@@ -27,15 +27,11 @@ using measure_progress = std::function<void(std::size_t k, std::size_t n, const 
 //! The fitting candidates of `model`, best predicted first (stable); only the first `top` when top > 0.
 std::vector<int> rank_fitting(const archdb::plan& model, int top);
 
-//! Rounds of the interleaved timing (pk/timing.hpp, time_interleaved): each run's repetitions are spread
-//! over five rounds, so that device drift during the measurement falls on every run alike.
-inline constexpr int measure_rounds = 5;
-
 //! Runs each entry of `order` on the prepared family `f`: i >= 0 forces candidate i of `model`, -1 runs
 //! the library's own plan (`model`, which must have a fitting choice). First each run once on a poisoned
-//! output, verified; then all of them timed interleaved (`measure_rounds` rounds, each `warmup` untimed
-//! and a share of `reps` timed runs per entry), together with the `alongside` works (anchors), whose
-//! timings go to `alongside_t`. A wrong result is reported in the run's verification, not as an error;
+//! output, verified; then all of them timed interleaved (pk/timing.hpp: `warmup` untimed runs each, then
+//! `reps` rounds of one timed run each), together with the `alongside` works (anchors), whose timings go
+//! to `alongside_t`. A wrong result is reported in the run's verification, not as an error;
 //! errors (launch, backend) stop the loop.
 status measure_runs(family& f, const stream& s, const archdb::plan& model, const std::vector<int>& order, int warmup,
                     int reps, const measure_progress& progress, std::vector<measured_run>& out,

@@ -83,20 +83,19 @@ status time_work(const stream& s, int warmup, int reps, const std::function<stat
   return {};
 }
 
-status time_interleaved(const stream& s, int warmup, int reps, int rounds,
-                        const std::vector<std::function<status()>>& works, std::vector<timing>& out) {
+status time_interleaved(const stream& s, int warmup, int reps, const std::vector<std::function<status()>>& works,
+                        std::vector<timing>& out) {
   if (reps < 0 || warmup < 0) return invalid_argument("time_interleaved: warmup and reps must be >= 0");
-  rounds = std::clamp(rounds, 1, std::max(reps, 1));
   out.assign(works.size(), timing{});
-  for (int r = 0; r < rounds; ++r) {
-    const int share = reps / rounds + (r < reps % rounds ? 1 : 0);
+  for (const auto& w : works)
+    for (int k = 0; k < warmup; ++k) PK_TRY(w());
+  for (int r = 0; r < reps; ++r)
     for (std::size_t i = 0; i < works.size(); ++i) {
       timing t;
-      PK_TRY(time_work(s, warmup, share, works[i], t));
+      PK_TRY(time_work(s, 0, 1, works[i], t));
       out[i].clock = t.clock;
-      out[i].us.insert(out[i].us.end(), t.us.begin(), t.us.end());
+      out[i].us.push_back(t.us.front());
     }
-  }
   for (auto& t : out) summarize(t);
   return {};
 }
@@ -145,7 +144,7 @@ status tune_on_miss(const stream& s, const archdb::plan& p, const std::string& f
   std::vector<timing> t;
   int best = -1;
   double best_us = std::numeric_limits<double>::infinity();
-  if (!works.empty() && time_interleaved(s, 0, tune_reps, tune_reps, works, t))
+  if (!works.empty() && time_interleaved(s, 0, tune_reps, works, t))
     for (std::size_t k = 0; k < ok.size(); ++k)
       if (t[k].median_us < best_us) {
         best_us = t[k].median_us;

@@ -29,13 +29,14 @@ struct timing {
 //! Runs `work` `warmup` times untimed, then `reps` times, each timed on its own.
 status time_work(const stream& s, int warmup, int reps, const std::function<status()>& work, timing& out);
 
-//! Times several pieces of work against each other: `rounds` rounds, in each of which every work in turn
-//! runs `warmup` times untimed and then its share of `reps` timed repetitions (out[i]: work i's, `reps` in
-//! all). A device whose clocks, temperature or power state drift during the measurement then weighs on
-//! every work alike instead of on whichever ran last: timed one after the other, one kernel was measured
-//! 8% apart from itself in a single `pk bench attention` run on the H200 (d128 s16k, 2026-12-03).
-status time_interleaved(const stream& s, int warmup, int reps, int rounds,
-                        const std::vector<std::function<status()>>& works, std::vector<timing>& out);
+//! Times several pieces of work against each other: each runs `warmup` times untimed, then `reps` rounds
+//! time every work once, in turn (out[i]: work i's `reps` repetitions). A device whose clocks, temperature
+//! or power state drift during the measurement then weighs on every work alike instead of on whichever ran
+//! at that moment: timed one after the other, and even in rounds of five repetitions, one kernel was
+//! measured 8% apart from itself in a `pk bench attention` row on the H200 (d128 s16k, 2026-12-03: its
+//! repetitions spread over 3.27-3.97 ms).
+status time_interleaved(const stream& s, int warmup, int reps, const std::vector<std::function<status()>>& works,
+                        std::vector<timing>& out);
 
 //! The median of `v` (the mean of the two middle values for an even count); 0 when empty.
 double median(std::vector<double> v);
