@@ -275,5 +275,51 @@ TEST_P(Emulator, LaunchLimitsOfTheImpersonatedDevice) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, Emulator, ::testing::ValuesIn(host_backends()), param_name);
 
+status run_as(target code, const stream& s, const dialect_call& c) {
+  switch (code) {
+#define PK_DETAIL_DISPATCH(t) \
+  case target::t: return t::test_impl::run(s, c);
+    PK_DETAIL_FOR_EACH_TARGET(PK_DETAIL_DISPATCH)
+#undef PK_DETAIL_DISPATCH
+    default: return unsupported("target not built");
+  }
+}
+
+// launch() runs code only on a stream of its own target; only a kernel of a PLAIN table (shape.plain,
+// which the dialect kernels are not) also on the targets its code is plain code for (host_sm90a on
+// host_sm80's). A stream of one host target handed code of every other built one is refused, naming both,
+// and nothing is written.
+TEST(Launch, CodeOfAnotherTargetIsRefused) {
+  int pairs = 0;
+  for (const code_target_info& stream_t : code_targets) {
+    if (!stream_t.built || stream_t.backend != backend_kind::host) continue;
+    stream s;
+    ASSERT_TRUE(stream::host(stream_t.device, s));
+    ASSERT_EQ(s.code_target(), stream_t.id);
+    for (const code_target_info& code_t : code_targets) {
+      if (!code_t.built || code_t.backend != backend_kind::host) continue;
+      device_buffer<std::int64_t> din, dout;
+      ASSERT_TRUE(din.allocate(s, 64));
+      ASSERT_TRUE(dout.allocate(s, 64));
+      ASSERT_TRUE(din.upload(std::vector<std::int64_t>(64, 7)));
+      ASSERT_TRUE(dout.upload(std::vector<std::int64_t>(64, poison)));
+      const status st = run_as(code_t.id, s, {dialect_op::block_sum, 32, 0, 1, 64, din.data(), dout.data()});
+      std::vector<std::int64_t> out;
+      ASSERT_TRUE(dout.download(out));
+      if (code_t.id == stream_t.id) {
+        EXPECT_TRUE(st) << st.to_string();
+        EXPECT_EQ(out, std::vector<std::int64_t>(64, 7 * 64));
+        continue;
+      }
+      ++pairs;
+      EXPECT_EQ(st.code(), errc::internal) << stream_t.name << " stream, " << code_t.name << " code: " << st.to_string();
+      EXPECT_NE(st.message().find(std::string("stream of target ") + stream_t.name), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find(std::string("code of target ") + code_t.name), std::string::npos) << st.message();
+      EXPECT_EQ(out, std::vector<std::int64_t>(64, poison)) << stream_t.name << " stream ran " << code_t.name << " code";
+    }
+  }
+  if (pairs == 0) GTEST_SKIP() << "one host target built: no pair of targets to check";
+}
+
 }  // namespace
 }  // namespace pk::test

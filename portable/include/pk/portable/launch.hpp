@@ -21,17 +21,21 @@ struct launch_shape {
   unsigned block_x = 1, block_y = 1, block_z = 1;
   std::size_t dynamic_smem = 0;
   const char* name = "kernel";  //!< the instance name (policy-derived), used in errors
+  //! The kernel's instance table is PLAIN (cmake/pk_instances.cmake): this target's code also serves the
+  //! targets whose plain code it is (code_target_info::plain).
+  bool plain = false;
 };
 
 //! The code target of this translation unit.
 //! (The target's inline namespace is named after its code_targets entry.)
 inline constexpr pk::target this_target = pk::target::PK_DETAIL_TARGET_NS;
 
-//! Launches `kernel(args...)` over the grid on stream `s`: code of the stream's target, or of the target
-//! whose plain code (no matrix instructions or tensor copies) serves it (code_target_info::plain).
+//! Launches `kernel(args...)` over the grid on stream `s`: code of the stream's target, or, for a kernel of
+//! a PLAIN table (shape.plain), of the target whose plain code (no matrix instructions or tensor copies)
+//! serves it (code_target_info::plain).
 template <class... KArgs, class... Args>
 status launch(const pk::stream& s, void (*kernel)(KArgs...), const launch_shape& shape, Args&&... args) {
-  if (s.code_target() != this_target && info(s.code_target()).plain != this_target)
+  if (s.code_target() != this_target && !(shape.plain && info(s.code_target()).plain == this_target))
     return {errc::internal, std::string(shape.name) + ": stream of target " + to_string(s.code_target()) +
                                 " dispatched to code of target " + to_string(this_target)};
 #if defined(PK_DETAIL_BACKEND_HOST)

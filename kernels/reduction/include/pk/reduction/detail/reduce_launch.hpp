@@ -23,16 +23,24 @@ inline std::string instance_name(std::string policy, const char* what, const cha
   return policy + "_" + what + "_" + type;
 }
 
+//! The launch shape of a reduction kernel named `name` (which must outlive the launch). The reduction
+//! tables are PLAIN (kernels/reduction/CMakeLists.txt): this target's code serves its plain targets too.
+inline launch_shape reduction_shape(unsigned grid, int block_threads, const std::string& name) {
+  launch_shape shape;
+  shape.grid_x = grid;
+  shape.block_x = static_cast<unsigned>(block_threads);
+  shape.name = name.c_str();
+  shape.plain = true;
+  return shape;
+}
+
 template <std::size_t I, class T, class Acc, class Out, class Op, class Load, class Fin>
 status launch_device_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
   constexpr reduction::reduce_policy p = reduction::reduce_candidates[I];
   constexpr int items = reduction::scaled_items(p, sizeof(T));
   constexpr int vec = reduction::scaled_vector(p, sizeof(T));
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
-  launch_shape shape;
-  shape.grid_x = c.grid;
-  shape.block_x = static_cast<unsigned>(p.block_threads);
-  shape.name = name.c_str();
+  const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   return launch(*c.s, &reduce_single_pass_kernel<p.block_threads, items, vec, T, Acc, Out, Op, Load, Fin>, shape,
                 static_cast<const T*>(c.in), c.n, static_cast<Out*>(c.out),
                 reduce_workspace<Acc>{static_cast<Acc*>(c.partials), c.ticket}, op, identity, load, fin);
@@ -42,10 +50,7 @@ template <std::size_t I, class T, class Acc, class Out, class Op, class Load, cl
 status launch_segment_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
   constexpr reduction::segment_policy p = reduction::segment_candidates[I];
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
-  launch_shape shape;
-  shape.grid_x = c.grid;
-  shape.block_x = static_cast<unsigned>(p.block_threads);
-  shape.name = name.c_str();
+  const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   return launch(*c.s, &segment_reduce_kernel<p.block_threads, p.group_threads, p.unroll, T, Acc, Out, Op, Load, Fin>,
                 shape, static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map, c.n, op, identity, load, fin);
 }
@@ -54,10 +59,7 @@ template <std::size_t I, class T, class Acc, class Out, class Op, class Load, cl
 status launch_split_policy(const reduce_call& c, const char* what, Op op, Acc identity, Load load, Fin fin) {
   constexpr reduction::split_policy p = reduction::split_candidates[I];
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
-  launch_shape shape;
-  shape.grid_x = c.grid;
-  shape.block_x = static_cast<unsigned>(p.block_threads);
-  shape.name = name.c_str();
+  const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   constexpr int unroll = reduction::split_unroll(p, sizeof(T));
   return launch(*c.s, &segment_split_kernel<p.block_threads, unroll, p.blocks_per_sm, T, Acc, Out, Op, Load, Fin>, shape,
                 static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map.offsets, c.n,
@@ -99,10 +101,7 @@ status launch_kinds(const reduce_call& c, const char* what, Op op, Acc identity,
       }
     case reduction::call_kind::strided: {
       const std::string name = instance_name("strided_b" + std::to_string(strided_block_threads), what, c.type_name);
-      launch_shape shape;
-      shape.grid_x = c.grid;
-      shape.block_x = strided_block_threads;
-      shape.name = name.c_str();
+      const launch_shape shape = reduction_shape(c.grid, strided_block_threads, name);
       return launch(*c.s, &strided_reduce_kernel<strided_block_threads, T, Acc, Out, Op, Load, Fin>, shape,
                     static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map, c.n, op, identity, load, fin);
     }
@@ -177,10 +176,7 @@ template <std::size_t I, class T>
 status launch_repro_policy(const repro_call& c) {
   constexpr int b = reduction::reproducible_candidates[I];
   const std::string name = reduction::reproducible_name(b) + "_" + c.type_name;
-  launch_shape shape;
-  shape.grid_x = c.grid;
-  shape.block_x = static_cast<unsigned>(b);
-  shape.name = name.c_str();
+  const launch_shape shape = reduction_shape(c.grid, b, name);
   return launch(*c.s, &repro_sum_kernel<b, T>, shape, static_cast<const T*>(c.in), c.n, static_cast<T*>(c.out),
                 c.group_tickets, c.top_ticket, static_cast<T*>(c.chunk_sums), static_cast<T*>(c.group_sums));
 }
@@ -201,10 +197,7 @@ status launch_rows_policy(const rows_call& c, const char* what) {
   using A = reduction::ops::accum_t<T>;
   constexpr reduction::row_policy p = reduction::row_candidates[I];
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
-  launch_shape shape;
-  shape.grid_x = c.grid;
-  shape.block_x = static_cast<unsigned>(p.block_threads);
-  shape.name = name.c_str();
+  const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   constexpr int vectors = reduction::row_vectors(p, static_cast<int>(sizeof(T)));
   if constexpr (reduction::on_chip(p)) {
     // The planner never picks an on-chip policy for a wider row (its kernel would not see the rest).
