@@ -338,7 +338,7 @@ int cmd_tune(family& f, const verb_options& o) {
     if (!r) {
       std::cerr << "[" << k + 1 << "/" << n << "] checking " << name << " (" << so_far() << ")\n";
       if (k + 1 == n)
-        std::cerr << "timing the " << n << " candidates interleaved: " << warmup << " warm-up runs each, then " << reps
+        std::cerr << "timing the " << n << " candidates interleaved: " << warmup << " warm-up runs each, then at least " << reps
                   << " rounds of one timed run each\n";
       return;
     }
