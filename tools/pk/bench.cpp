@@ -253,7 +253,9 @@ std::string markdown(const report& rep) {
     o << "- **emulator**: the times are host wall-clock time of the emulation and say nothing about " << rep.device
       << "; no anchors\n";
   o << "\nplanned: the library's plan for the problem (pk run); best: the fastest verified candidate, each forced by "
-       "name; times are medians; planned/best and pk/anchor are ratios of times (below 1: pk is faster).\n\n";
+       "name; every run checked once on a poisoned output, then the runs and the anchors of a problem timed "
+       "interleaved (one repetition of each in turn); times are medians; planned/best and pk/anchor are ratios of "
+       "times (below 1: pk is faster).\n\n";
   o << "| problem | planned | planned time | best candidate | best time | planned/best | pk " << rep.unit
     << " | % of roofline | anchor | anchor time | pk/anchor | check |\n"
     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
