@@ -39,9 +39,7 @@ status time_with_events(const stream& s, int reps, const std::function<status()>
   }
   return {};
 }
-}  // namespace
 
-namespace {
 void summarize(timing& t) {
   t.median_us = median(t.us);
   t.min_us = t.max_us = 0;
