@@ -1,7 +1,8 @@
 // pk's one way to time enqueued work, and the measurement behind PK_TUNING=tune.
 //
-// GPUs: events recorded on the stream around each repetition (no host synchronisation inside the timed
-// region). The emulator runs each launch to completion, so its figure is host wall-clock time of the
+// GPUs: events recorded on the stream around each repetition, the repetitions enqueued back to back (the
+// host waits once per chunk of rounds, timing.cpp), so the device's time is measured, not the host's time
+// to check, plan and launch a call. The emulator runs each launch to completion, so its figure is host wall-clock time of the
 // emulation and says nothing about the impersonated device.
 //
 // PK_TUNING=tune: on a GPU stream, the first call of a family for a problem whose tuning-cache bucket has
@@ -26,7 +27,7 @@ struct timing {
   std::string clock;       //!< "cuda events", "hip events" or "host wall clock (emulator)"
 };
 
-//! Runs `work` `warmup` times untimed, then `reps` times, each timed on its own.
+//! Runs `work` `warmup` times untimed, then `reps` times, each timed on its own (time_interleaved of one work).
 status time_work(const stream& s, int warmup, int reps, const std::function<status()>& work, timing& out);
 
 //! Times several pieces of work against each other: each runs `warmup` times untimed, then `reps` rounds
