@@ -161,4 +161,40 @@ pk::status event_timer::elapsed_ms(float& ms) {
                "cudaEventElapsedTime");
 }
 
+stream_gate::~stream_gate() {
+  if (word_) (void)cudaFreeHost(word_);
+}
+pk::status stream_gate::init(int ordinal) {
+  PK_TRY(use_device(ordinal));
+  void* w = nullptr;
+  PK_TRY(check(cudaHostAlloc(&w, sizeof(unsigned), cudaHostAllocMapped), "cudaHostAlloc (stream gate)"));
+  word_ = w;
+  *static_cast<volatile unsigned*>(word_) = 0;
+  return check(cudaHostGetDevicePointer(&device_word_, word_, 0), "cudaHostGetDevicePointer (stream gate)");
+}
+pk::status stream_gate::hold(void* stream) {
+  using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  static const wait_fn wait = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    // 12000: the driver ABI version of cuStreamWaitValue32's signature in CUDA 12 (the former _v2).
+    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<wait_fn>(nullptr);
+    }
+    return reinterpret_cast<wait_fn>(fn);
+  }();
+  if (wait == nullptr) return {errc::unsupported, "stream_gate: the driver has no cuStreamWaitValue32"};
+  const unsigned next = value_ + 1;
+  const CUresult r = wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device_word_), next,
+                          CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS) return {errc::unsupported, "stream_gate: cuStreamWaitValue32 failed (" + std::to_string(r) + ")"};
+  value_ = next;
+  return {};
+}
+void stream_gate::release() noexcept {
+  if (word_) __atomic_store_n(static_cast<unsigned*>(word_), value_, __ATOMIC_SEQ_CST);
+}
+
 }  // namespace pk::backend::cuda

@@ -113,4 +113,30 @@ pk::status event_timer::elapsed_ms(float& ms) {
                "hipEventElapsedTime");
 }
 
+stream_gate::~stream_gate() {
+  if (word_) (void)hipHostFree(word_);
+}
+pk::status stream_gate::init(int ordinal) {
+  PK_TRY(use_device(ordinal));
+  void* w = nullptr;
+  PK_TRY(check(hipHostMalloc(&w, sizeof(unsigned), hipHostMallocMapped), "hipHostMalloc (stream gate)"));
+  word_ = w;
+  *static_cast<volatile unsigned*>(word_) = 0;
+  return check(hipHostGetDevicePointer(&device_word_, word_, 0), "hipHostGetDevicePointer (stream gate)");
+}
+pk::status stream_gate::hold(void* stream) {
+  const unsigned next = value_ + 1;
+  const hipError_t e = hipStreamWaitValue32(static_cast<hipStream_t>(stream), device_word_, next, hipStreamWaitValueGte,
+                                            0xffffffffu);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    return {errc::unsupported, std::string("stream_gate: hipStreamWaitValue32: ") + hipGetErrorString(e)};
+  }
+  value_ = next;
+  return {};
+}
+void stream_gate::release() noexcept {
+  if (word_) __atomic_store_n(static_cast<unsigned*>(word_), value_, __ATOMIC_SEQ_CST);
+}
+
 }  // namespace pk::backend::hip

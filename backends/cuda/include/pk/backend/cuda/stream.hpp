@@ -26,4 +26,25 @@ class event_timer {
   void* stop_ = nullptr;
 };
 
+//! Holds a stream's work until the host has enqueued it (the timer's gate): hold() makes the stream wait
+//! (a 32-bit stream wait on a word of mapped, pinned host memory) until release() writes the word.
+//! Everything enqueued in between then runs back to back, whatever the host's time per call. A device
+//! or driver without stream memory operations fails init(), and the timer runs ungated.
+class stream_gate {
+ public:
+  stream_gate() = default;
+  stream_gate(const stream_gate&) = delete;
+  stream_gate& operator=(const stream_gate&) = delete;
+  ~stream_gate();
+  pk::status init(int ordinal);
+  pk::status hold(void* stream);
+  //! Opens the gate held last; safe to call from another thread and more than once.
+  void release() noexcept;
+
+ private:
+  void* word_ = nullptr;      //!< the host pointer of the mapped word
+  void* device_word_ = nullptr;
+  unsigned value_ = 0;        //!< the value the stream waits for (written by release())
+};
+
 }  // namespace pk::backend::cuda
