@@ -150,11 +150,12 @@ def main():
                     # Every candidate's rate, for calibrating the planner's models against measurement.
                     print(f"# candidates d={d} s={s} causal={int(causal)} plan={name}: " +
                           ", ".join(f"{k.replace('attn_fwd_bf16_', '')}={v:.0f}" for k, v in cands.items()), file=sys.stderr)
-                best = max(cands.items(), key=lambda x: x[1]) if cands else ("-", float("nan"))
+                best = (max(cands.items(), key=lambda x: x[1]) if cands else None)
                 print(f"| {d} | {s} | {'yes' if causal else 'no'} | {tf['pk']:.0f} | {tf['flash']:.0f} | {tf['cudnn']:.0f} | {tf['triton']:.0f} | "
                       f"{tf['pk'] / tf['flash']:.2f} | {tf['pk'] / tf['cudnn']:.2f} | {tf['pk'] / tf['triton']:.2f} | "
                       f"{diff:.3g} | {name} | "
-                      f"{best[0].replace('attn_fwd_bf16_', '')} ({best[1]:.0f}) |", flush=True)
+                      + (f"{best[0].replace('attn_fwd_bf16_', '')} ({best[1]:.0f})" if best else "not timed (--candidates)")
+                      + " |", flush=True)
                 series = {"pk": tf["pk"], "SDPA flash": tf["flash"], "cuDNN": tf["cudnn"], "Triton": tf["triton"]}
                 plot_rows.append((f"d{d} s{s}{' causal' if causal else ''}",
                                   {n: x for n, x in series.items() if x == x}))  # nan: the anchor did not run

@@ -254,7 +254,8 @@ std::string markdown(const report& rep) {
       << "; no anchors\n";
   o << "\nplanned: the library's plan for the problem (pk run); best: the fastest verified candidate, each forced by "
        "name; every run checked once on a poisoned output, then the runs and the anchors of a problem timed "
-       "interleaved (one repetition of each in turn); times are medians; planned/best and pk/anchor are ratios of "
+       "interleaved (one repetition of each in turn; on a GPU enqueued while the stream is held, so the device's "
+       "time alone is timed); times are medians; planned/best and pk/anchor are ratios of "
        "times (below 1: pk is faster).\n\n";
   o << "| problem | planned | planned time | best candidate | best time | planned/best | pk " << rep.unit
     << " | % of roofline | anchor | anchor time | pk/anchor | check |\n"
