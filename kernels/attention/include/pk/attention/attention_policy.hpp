@@ -27,6 +27,10 @@ struct policy {
                       //!< Q K(j)^T, K(j-1) during P V(j)); 2 = double buffering (K/V(j-1) load during all of
                       //!< tile j). ws_wgmma_tma: the depth of the K and V rings
   strategy strat = strategy::tiled_mma;
+  //! ws_wgmma_tma: one block per SM walks the work items (a persistent grid), so that the producer loads
+  //! the next item's K and V while the consumers finish the last one. The same kernel as the non-persistent
+  //! policy of the same tiles (only the launch's grid differs): no instance of its own.
+  bool persistent = false;
   friend constexpr bool operator==(const policy&, const policy&) = default;
 };
 
@@ -70,10 +74,12 @@ inline constexpr std::array<policy, 2> amd_large{{{64, 32, 128, 1}, {32, 32, 64,
 // template). Measured on the H200 (bench/results/attention-h200-2026-11-30-ws.md): 128x176 was within 1% of
 // 128x128 at d128 non-causal and 6% behind it causal at 16k, so it is not compiled (each candidate costs
 // compile time in every sm_90a build); at d256, 128x80 measured 1-6% ahead of 128x64.
+// Each tile comes as a persistent grid (wsp) and one block per work item (ws): one kernel for the two.
 inline constexpr policy ws(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma}; }
-inline constexpr std::array<policy, 2> ws_d64{{ws(192, 128), ws(128, 128)}};
-inline constexpr std::array<policy, 1> ws_d128{{ws(128, 128)}};
-inline constexpr std::array<policy, 2> ws_d256{{ws(128, 80), ws(128, 64)}};
+inline constexpr policy wsp(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma, true}; }
+inline constexpr std::array<policy, 4> ws_d64{{ws(192, 128), wsp(192, 128), ws(128, 128), wsp(128, 128)}};
+inline constexpr std::array<policy, 2> ws_d128{{ws(128, 128), wsp(128, 128)}};
+inline constexpr std::array<policy, 4> ws_d256{{ws(128, 80), wsp(128, 80), ws(128, 64), wsp(128, 64)}};
 
 //! The head dims the warp-specialized strategy has instances for (others plan onto tiled_mma).
 constexpr std::span<const policy> ws_candidates(int head_dim) {
@@ -164,9 +170,11 @@ constexpr std::int64_t smem_bytes(const policy& p, int head_dim, int elem_bytes,
   return (qkv + pt) * elem_bytes;
 }
 
-//! "attn_fwd_bf16_d128_b128x64_t128_s2" (tiled), "attn_fwd_bf16_d128_ws_b128x128_t384_s2" — the instance name (kernel names, plans, tuning cache).
+//! "attn_fwd_bf16_d128_b128x64_t128_s2" (tiled), "attn_fwd_bf16_d128_ws_b128x128_t384_s2" (warp-specialized;
+//! "_wsp_": its persistent grid) — the instance name (kernel names, plans, tuning cache).
 inline std::string name_of(const policy& p, const char* type, int head_dim) {
-  return std::string("attn_fwd_") + type + "_d" + std::to_string(head_dim) + (p.strat == strategy::ws_wgmma_tma ? "_ws" : "") +
+  return std::string("attn_fwd_") + type + "_d" + std::to_string(head_dim) +
+         (p.strat == strategy::ws_wgmma_tma ? (p.persistent ? "_wsp" : "_ws") : "") +
          "_b" + std::to_string(p.block_m) + "x" +
          std::to_string(p.block_n) + "_t" + std::to_string(p.block_threads) + "_s" + std::to_string(p.stages);
 }

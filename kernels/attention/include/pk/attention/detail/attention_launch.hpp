@@ -7,6 +7,8 @@
 #include <pk/attention/detail/attention_ws.hpp>
 #include <pk/portable/launch.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -62,10 +64,19 @@ status attn_fwd_launch_ws(const attention::fwd_call& c, const char* name) {
   PK_TRY((attn_tma_map<T, q_tile>(p.q, c.q_tokens, c.heads_q, c.batch_q, p.q_row, p.q_head, p.q_batch, D, wp.q)));
   PK_TRY((attn_tma_map<T, kv_tile>(p.k, c.k_tokens, c.heads_kv, c.batch_q, p.k_row, p.k_head, p.k_batch, D, wp.k)));
   PK_TRY((attn_tma_map<T, kv_tile>(p.v, c.k_tokens, c.heads_kv, c.batch_q, p.v_row, p.v_head, p.v_batch, D, wp.v)));
+  // The work items (query blocks x heads x batch entries); one block each, or, persistent, one block per
+  // SM (the kernel's registers and shared memory hold one block per SM) walking them.
+  wp.m_blocks = static_cast<int>(c.grid_x);
+  wp.heads = static_cast<int>(c.grid_y);
+  wp.batch = static_cast<int>(c.grid_z);
+  const std::int64_t items = std::int64_t{c.grid_x} * c.grid_y * c.grid_z;
+  const std::int64_t sms = std::max(1, c.s->device().sm_count);
+  const std::int64_t blocks = Pol.persistent ? std::min(items, sms) : items;
+  if (blocks > std::numeric_limits<int>::max())
+    return unsupported(std::string(name) + ": " + std::to_string(items) +
+                       " work items (query blocks x heads x batch) exceed a grid's 2^31 - 1 blocks");
   launch_shape shape;
-  shape.grid_x = c.grid_x;
-  shape.grid_y = c.grid_y;
-  shape.grid_z = c.grid_z;
+  shape.grid_x = static_cast<unsigned>(blocks);
   shape.block_x = static_cast<unsigned>(Pol.block_threads);
   shape.dynamic_smem = static_cast<std::size_t>(attention::ws_smem_bytes(Pol, D, sizeof(T)));
   shape.name = name;

@@ -42,6 +42,10 @@ namespace impl {
 struct ws_params {
   attention::fwd_params p;
   tma_map q, k, v;
+  //! The work items: m_blocks query blocks x heads x batch entries (attn_ws::work_item_of's order). A block
+  //! computes items blockIdx.x, blockIdx.x + gridDim.x, ...: one item per block when the grid has one block
+  //! per item, several when it is persistent (one block per SM).
+  int m_blocks = 1, heads = 1, batch = 1;
 };
 
 namespace attn_ws {
@@ -70,8 +74,8 @@ struct smem_layout {
   static constexpr int k_off = q_tile::bytes;
   static constexpr int v_off = k_off + Stages * kv_tile::bytes;
   static constexpr int bar_off = v_off + Stages * kv_tile::bytes;
-  // q_full, k_full[S], k_empty[S], v_full[S], v_empty[S]
-  static constexpr int barriers = 1 + 4 * Stages;
+  // q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S]
+  static constexpr int barriers = 2 + 4 * Stages;
   static constexpr int bytes = bar_off + barriers * static_cast<int>(sizeof(mbarrier));
   static_assert(kv_tile::bytes % q_tile::alignment == 0 && q_tile::bytes % q_tile::alignment == 0,
                 "tiles keep the swizzle alignment");
@@ -127,29 +131,25 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     using kv_tile = typename L::kv_tile;
     const attention::fwd_params& p = wp.p;
 
-    const std::int64_t lin = block_idx().x + std::int64_t{grid_dim().x} * (block_idx().y + std::int64_t{grid_dim().y} * block_idx().z);
-    const attn_ws::work_item w = attn_ws::work_item_of(lin, static_cast<int>(grid_dim().x), static_cast<int>(grid_dim().y),
-                                                       static_cast<int>(grid_dim().z), p.l2_group);
-    const int mb = w.mb, h = w.h, b = w.b;
-    const auto br = attn::block_rows<T, BM>::locate(p, mb, h, b);
-    if (br.m0 >= br.sq) return;  // the whole block (every thread): varlen sequences shorter than the longest
-
     auto* base = dynamic_shared<unsigned char>();
     const std::uint32_t base_addr = shared_address(base);
     unsigned char* smem = base + ((q_tile::alignment - base_addr % q_tile::alignment) % q_tile::alignment);
     const std::uint32_t smem_addr = shared_address(smem);
     mbarrier* bars = reinterpret_cast<mbarrier*>(smem + L::bar_off);
     mbarrier* q_full = bars;
-    mbarrier* k_full = bars + 1;
-    mbarrier* k_empty = bars + 1 + Stages;
-    mbarrier* v_full = bars + 1 + 2 * Stages;
-    mbarrier* v_empty = bars + 1 + 3 * Stages;
+    mbarrier* q_empty = bars + 1;
+    mbarrier* k_full = bars + 2;
+    mbarrier* k_empty = bars + 2 + Stages;
+    mbarrier* v_full = bars + 2 + 2 * Stages;
+    mbarrier* v_empty = bars + 2 + 3 * Stages;
 
     const int tid = thread_rank();
     const int wg = tid / warpgroup_threads;
     const int t = tid % warpgroup_threads;
     if (tid == 0) {
       mbarrier_init(q_full, 1);
+      // One arrival per consumer thread once its epilogue has read its rows of the Q tile (where O is staged).
+      mbarrier_init(q_empty, Consumers * warpgroup_threads);
       for (int s = 0; s < Stages; ++s) {
         mbarrier_init(&k_full[s], 1);
         mbarrier_init(&v_full[s], 1);
@@ -161,38 +161,62 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     }
     block::sync();
 
-    const attention::key_tiles range =
-        attention::key_tiles_of_block(br.m0, BM, BN, br.sq, br.sk, p.window_left, p.window_right);
-    const int n_first = static_cast<int>(range.first), n_last = static_cast<int>(range.last);
-    const int hk = h / p.group;
-    // Token coordinates of the block's first query and key 0 in the tensor maps (varlen: packed).
-    const int q_tok0 = (p.cu_q != nullptr ? p.cu_q[b] : 0) + br.m0;
-    const int k_tok0 = p.cu_k != nullptr ? p.cu_k[b] : 0;
-    const int bz = p.cu_q != nullptr ? 0 : b;
+    // The block's work items, in the same order in every role: each role walks them with its own count of
+    // items (the Q barriers' phase) and of key tiles (the K/V ring's stage and phase), which carry over
+    // from one item to the next.
+    const std::int64_t items = std::int64_t{wp.m_blocks} * wp.heads * wp.batch;
+    struct item {
+      attn::block_rows<T, BM> br;
+      int h, b, n_first, n_last;
+    };
+    const auto item_of = [&](std::int64_t lin) {
+      const attn_ws::work_item w = attn_ws::work_item_of(lin, wp.m_blocks, wp.heads, wp.batch, p.l2_group);
+      item it;
+      it.h = w.h;
+      it.b = w.b;
+      it.br = attn::block_rows<T, BM>::locate(p, w.mb, w.h, w.b);
+      const attention::key_tiles range =
+          attention::key_tiles_of_block(it.br.m0, BM, BN, it.br.sq, it.br.sk, p.window_left, p.window_right);
+      it.n_first = static_cast<int>(range.first);
+      it.n_last = static_cast<int>(range.last);
+      return it;
+    };
 
     if (wg == 0) {
       // ---- producer ----
       wg_set_registers<attn_ws::producer_regs<Consumers>, false>();
       if (t == 0) {
-        mbarrier_arrive_expect_tx(q_full, q_tile::bytes);
+        int n_items = 0, kv = 0;  // items and key tiles loaded so far
+        for (std::int64_t lin = block_idx().x; lin < items; lin += grid_dim().x) {
+          const item it = item_of(lin);
+          if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest
+          const int hk = it.h / p.group;
+          // Token coordinates of the item's first query and key 0 in the tensor maps (varlen: packed).
+          const int q_tok0 = (p.cu_q != nullptr ? p.cu_q[it.b] : 0) + it.br.m0;
+          const int k_tok0 = p.cu_k != nullptr ? p.cu_k[it.b] : 0;
+          const int bz = p.cu_q != nullptr ? 0 : it.b;
+          mbarrier_wait(q_empty, (n_items & 1) ^ 1);  // the last item's epilogue is done with the Q tile
+          mbarrier_arrive_expect_tx(q_full, q_tile::bytes);
 #pragma unroll
-        for (int pn = 0; pn < q_tile::panels; ++pn)
-          tma_load<4>(&wp.q, smem + L::q_off + pn * q_tile::panel_bytes, q_full, {pn * q_tile::span_elems, q_tok0, h, bz});
-        for (int nb = n_last, i = 0; nb >= n_first; --nb, ++i) {
-          const int s = i % Stages, phase = (i / Stages) & 1;
-          const int tok = k_tok0 + nb * BN;
-          mbarrier_wait(&k_empty[s], phase ^ 1);
-          mbarrier_arrive_expect_tx(&k_full[s], kv_tile::bytes);
+          for (int pn = 0; pn < q_tile::panels; ++pn)
+            tma_load<4>(&wp.q, smem + L::q_off + pn * q_tile::panel_bytes, q_full, {pn * q_tile::span_elems, q_tok0, it.h, bz});
+          ++n_items;
+          for (int nb = it.n_last; nb >= it.n_first; --nb, ++kv) {
+            const int s = kv % Stages, phase = (kv / Stages) & 1;
+            const int tok = k_tok0 + nb * BN;
+            mbarrier_wait(&k_empty[s], phase ^ 1);
+            mbarrier_arrive_expect_tx(&k_full[s], kv_tile::bytes);
 #pragma unroll
-          for (int pn = 0; pn < kv_tile::panels; ++pn)
-            tma_load<4>(&wp.k, smem + L::k_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &k_full[s],
-                        {pn * kv_tile::span_elems, tok, hk, bz});
-          mbarrier_wait(&v_empty[s], phase ^ 1);
-          mbarrier_arrive_expect_tx(&v_full[s], kv_tile::bytes);
+            for (int pn = 0; pn < kv_tile::panels; ++pn)
+              tma_load<4>(&wp.k, smem + L::k_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &k_full[s],
+                          {pn * kv_tile::span_elems, tok, hk, bz});
+            mbarrier_wait(&v_empty[s], phase ^ 1);
+            mbarrier_arrive_expect_tx(&v_full[s], kv_tile::bytes);
 #pragma unroll
-          for (int pn = 0; pn < kv_tile::panels; ++pn)
-            tma_load<4>(&wp.v, smem + L::v_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &v_full[s],
-                        {pn * kv_tile::span_elems, tok, hk, bz});
+            for (int pn = 0; pn < kv_tile::panels; ++pn)
+              tma_load<4>(&wp.v, smem + L::v_off + s * kv_tile::bytes + pn * kv_tile::panel_bytes, &v_full[s],
+                          {pn * kv_tile::span_elems, tok, hk, bz});
+          }
         }
       }
     } else {
@@ -203,158 +227,172 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       using s_layout = wg_layout<BN>;
       using o_layout = wg_layout<D>;
       using rows_t = c_rows<s_layout>;
-      wg_accum<D> acc_o[1][1];
-      acc_o[0][0].fill(0.0f);
       using softmax_t = attn::online_softmax<s_layout, 1>;
-      typename softmax_t::stats row_max, row_sum;
-      softmax_t softmax{row_max, row_sum};
-      softmax.init();
-
-      mbarrier_wait(q_full, 0);
       const std::uint32_t q_addr = smem_addr + L::q_off;
-      const int n_tiles = n_last - n_first + 1;
-      const auto stage_of = [](int i) { return i % Stages; };
-      const auto phase_of = [](int i) { return (i / Stages) & 1; };
-      const auto k_addr = [&](int i) { return smem_addr + L::k_off + stage_of(i) * kv_tile::bytes; };
-      const auto v_addr = [&](int i) { return smem_addr + L::v_off + stage_of(i) * kv_tile::bytes; };
-      // Ping-pong (2 consumer warpgroups): the warpgroups take turns issuing their products, so that one
-      // runs its softmax while the other's products keep the tensor cores busy. Warpgroup c waits at
-      // barrier turn_bar(c) for its turn and, once its products are issued, arrives at the other's. The
-      // turns are counted so that every wait has exactly one arrival: warpgroup 1 opens the first turn of
-      // warpgroup 0 and leaves out its arrival after its own last turn.
-      constexpr bool pingpong = Consumers == 2;
-      const int turns = n_tiles > 0 ? n_tiles + 1 : 0;  // S_0, then (S_i, P_{i-1} V_{i-1}), then P_last V_last
-      int turn = 0;
-      const auto turn_begin = [&] {
-        if constexpr (pingpong) named_barrier::sync(attn_ws::turn_bar(c), 2 * warpgroup_threads);
-      };
-      const auto turn_end = [&] {
-        if constexpr (pingpong)
-          if (c == 0 || turn + 1 < turns) named_barrier::arrive(attn_ws::turn_bar(1 - c), 2 * warpgroup_threads);
-        ++turn;
-      };
-      if (pingpong && c == 1 && turns > 0) named_barrier::arrive(attn_ws::turn_bar(0), 2 * warpgroup_threads);
+      int n_items = 0, kv = 0;  // items and key tiles consumed so far
+      for (std::int64_t lin = block_idx().x; lin < items; lin += grid_dim().x) {
+        const item it = item_of(lin);
+        if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest (as the producer)
+        const auto& br = it.br;
+        const int n_first = it.n_first, n_last = it.n_last;
+        wg_accum<D> acc_o[1][1];
+        acc_o[0][0].fill(0.0f);
+        typename softmax_t::stats row_max, row_sum;
+        softmax_t softmax{row_max, row_sum};
+        softmax.init();
 
-      const auto issue_qk = [&](wg_accum<BN>& acc, int i) {
-        mbarrier_wait(&k_full[stage_of(i)], phase_of(i));
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk)
-          wg_mma_ss<T, BN>(acc, q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr(i), 0, kk), kk > 0);
-        wg_commit();
-      };
-      std::uint32_t pa[BN / 16][4];  // P of the previous tile: the A operand of its P V
-      const auto issue_pv = [&](int i) {
-        mbarrier_wait(&v_full[stage_of(i)], phase_of(i));
-        wg_fence_operand(acc_o[0][0]);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk)
-          wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr(i), kk), true);
-        wg_commit();
-      };
-      const auto release = [&](mbarrier* empty, int i) {
-        if (t % 32 == 0) mbarrier_arrive(&empty[stage_of(i)]);  // one arrival per warp, after its wait_group
-      };
-      // Scores of tile i (key tile nb = n_last - i) into P in place, masked where the tile crosses a
-      // boundary; corr: what O must be scaled by before P V of this tile is added.
-      float corr[1][rows_t::slots];
-      const auto softmax_tile = [&](wg_accum<BN> (&acc)[1][1], int i) {
-        const int n0 = (n_last - i) * BN;
-        const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
-        if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc[0][0], mask, row0, t);
-        softmax.scores(acc, p.scale_log2, corr);
-      };
+        mbarrier_wait(q_full, n_items & 1);
+        const int n_tiles = n_last - n_first + 1;
+        // Tile i of this item is the ring's (kv + i)-th.
+        const auto stage_of = [kv0 = kv](int i) { return (kv0 + i) % Stages; };
+        const auto phase_of = [kv0 = kv](int i) { return ((kv0 + i) / Stages) & 1; };
+        const auto k_addr = [&](int i) { return smem_addr + L::k_off + stage_of(i) * kv_tile::bytes; };
+        const auto v_addr = [&](int i) { return smem_addr + L::v_off + stage_of(i) * kv_tile::bytes; };
+        // Ping-pong (2 consumer warpgroups): the warpgroups take turns issuing their products, so that one
+        // runs its softmax while the other's products keep the tensor cores busy. Warpgroup c waits at
+        // barrier turn_bar(c) for its turn and, once its products are issued, arrives at the other's. The
+        // turns are counted so that every wait has exactly one arrival: warpgroup 1 opens the first turn of
+        // warpgroup 0 and leaves out its arrival after its own last turn.
+        constexpr bool pingpong = Consumers == 2;
+        const int turns = n_tiles > 0 ? n_tiles + 1 : 0;  // S_0, then (S_i, P_{i-1} V_{i-1}), then P_last V_last
+        int turn = 0;
+        const auto turn_begin = [&] {
+          if constexpr (pingpong) named_barrier::sync(attn_ws::turn_bar(c), 2 * warpgroup_threads);
+        };
+        const auto turn_end = [&] {
+          if constexpr (pingpong)
+            if (c == 0 || turn + 1 < turns) named_barrier::arrive(attn_ws::turn_bar(1 - c), 2 * warpgroup_threads);
+          ++turn;
+        };
+        if (pingpong && c == 1 && turns > 0) named_barrier::arrive(attn_ws::turn_bar(0), 2 * warpgroup_threads);
 
-      if (n_tiles > 0) {
-        wg_accum<BN> acc_s[1][1];
-        turn_begin();
-        issue_qk(acc_s[0][0], 0);
-        turn_end();
-        wg_wait<0>();
-        wg_fence_operand(acc_s[0][0]);
-        release(k_empty, 0);
-        if (p.cu_k != nullptr && br.sk - n_last * BN < BN) {
-          // Varlen: the rows of the first (boundary) V tile past the sequence's last key are the next
-          // sequence's (or whatever follows the packed tokens). P is exactly 0 there, but 0 * inf or NaN is
-          // NaN: zero them before any P V reads the tile. The consumer warpgroups share the buffer: they split
-          // the rows, fence for the MMA's (async proxy) reads, and meet at a named barrier.
-          const int keys = br.sk - n_last * BN;
-          constexpr int chunks = D * static_cast<int>(sizeof(T)) / 16;
-          unsigned char* vt = smem + L::v_off;  // tile 0 is in stage 0
-          mbarrier_wait(&v_full[0], 0);
-          for (int k = tid - warpgroup_threads; k < (BN - keys) * chunks; k += Consumers * warpgroup_threads) {
-            const int r = keys + k / chunks, ch = k % chunks;
-            store_vec(reinterpret_cast<std::uint32_t*>(vt + kv_tile::offset(r, ch * (16 / static_cast<int>(sizeof(T))))),
-                      vec<std::uint32_t, 4>{});
-          }
-          fence_proxy_async_shared();
-          named_barrier::sync(attn_ws::consumers_barrier, Consumers * warpgroup_threads);
-        }
-        softmax_tile(acc_s, 0);
-        softmax.template rescale<o_layout>(acc_o, corr);
+        const auto issue_qk = [&](wg_accum<BN>& acc, int i) {
+          mbarrier_wait(&k_full[stage_of(i)], phase_of(i));
+          wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
-
-        for (int i = 1; i < n_tiles; ++i) {
-          // S_i = Q K_i^T and O += P_{i-1} V_{i-1} in flight together; the softmax of S_i overlaps the latter.
-          turn_begin();
-          issue_qk(acc_s[0][0], i);
-          issue_pv(i - 1);
-          turn_end();
-          wg_wait<1>();  // S_i (the older group) done
-          wg_fence_operand(acc_s[0][0]);
-          release(k_empty, i);
-          softmax_tile(acc_s, i);
-          wg_wait<0>();  // P_{i-1} V_{i-1} done: O and the P registers are free
+          for (int kk = 0; kk < D / 16; ++kk)
+            wg_mma_ss<T, BN>(acc, q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr(i), 0, kk), kk > 0);
+          wg_commit();
+        };
+        std::uint32_t pa[BN / 16][4];  // P of the previous tile: the A operand of its P V
+        const auto issue_pv = [&](int i) {
+          mbarrier_wait(&v_full[stage_of(i)], phase_of(i));
           wg_fence_operand(acc_o[0][0]);
-          release(v_empty, i - 1);
+          wg_fence();
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk)
+            wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr(i), kk), true);
+          wg_commit();
+        };
+        const auto release = [&](mbarrier* empty, int i) {
+          if (t % 32 == 0) mbarrier_arrive(&empty[stage_of(i)]);  // one arrival per warp, after its wait_group
+        };
+        // Scores of tile i (key tile nb = n_last - i) into P in place, masked where the tile crosses a
+        // boundary; corr: what O must be scaled by before P V of this tile is added.
+        float corr[1][rows_t::slots];
+        const auto softmax_tile = [&](wg_accum<BN> (&acc)[1][1], int i) {
+          const int n0 = (n_last - i) * BN;
+          const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
+          if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc[0][0], mask, row0, t);
+          softmax.scores(acc, p.scale_log2, corr);
+        };
+
+        if (n_tiles > 0) {
+          wg_accum<BN> acc_s[1][1];
+          turn_begin();
+          issue_qk(acc_s[0][0], 0);
+          turn_end();
+          wg_wait<0>();
+          wg_fence_operand(acc_s[0][0]);
+          release(k_empty, 0);
+          if (p.cu_k != nullptr && br.sk - n_last * BN < BN) {
+            // Varlen: the rows of the first (boundary) V tile past the sequence's last key are the next
+            // sequence's (or whatever follows the packed tokens). P is exactly 0 there, but 0 * inf or NaN is
+            // NaN: zero them before any P V reads the tile. The consumer warpgroups share the buffer: they split
+            // the rows, fence for the MMA's (async proxy) reads, and meet at a named barrier.
+            const int keys = br.sk - n_last * BN;
+            constexpr int chunks = D * static_cast<int>(sizeof(T)) / 16;
+            unsigned char* vt = smem + L::v_off + stage_of(0) * kv_tile::bytes;
+            mbarrier_wait(&v_full[stage_of(0)], phase_of(0));
+            for (int k = tid - warpgroup_threads; k < (BN - keys) * chunks; k += Consumers * warpgroup_threads) {
+              const int r = keys + k / chunks, ch = k % chunks;
+              store_vec(reinterpret_cast<std::uint32_t*>(vt + kv_tile::offset(r, ch * (16 / static_cast<int>(sizeof(T))))),
+                        vec<std::uint32_t, 4>{});
+            }
+            fence_proxy_async_shared();
+            named_barrier::sync(attn_ws::consumers_barrier, Consumers * warpgroup_threads);
+          }
+          softmax_tile(acc_s, 0);
           softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
-        }
-        turn_begin();
-        issue_pv(n_tiles - 1);
-        turn_end();
-        wg_wait<0>();
-        wg_fence_operand(acc_o[0][0]);
-        release(v_empty, n_tiles - 1);
-      }
 
-      // ---- epilogue: O / l rounded to T through this warpgroup's rows of the Q tile (free once its last
-      // S = Q K^T completed), then 16-byte row stores: stores straight from the accumulator layout write 4
-      // bytes per thread 8 rows apart, and each waits on the previous one's registers (measured with ncu on
-      // the H200 at seqlen 1k: 38% of the warps' stall cycles); LSE of the rows this thread leads ----
-      using rows = c_rows<o_layout>;
-      float inv[rows::slots], lse[rows::slots];
-      softmax.finish(0, inv, lse);
-      unsigned char* const qt = smem + L::q_off;
-      named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);  // every warp's last MMA read of Q is done
+          for (int i = 1; i < n_tiles; ++i) {
+            // S_i = Q K_i^T and O += P_{i-1} V_{i-1} in flight together; the softmax of S_i overlaps the latter.
+            turn_begin();
+            issue_qk(acc_s[0][0], i);
+            issue_pv(i - 1);
+            turn_end();
+            wg_wait<1>();  // S_i (the older group) done
+            wg_fence_operand(acc_s[0][0]);
+            release(k_empty, i);
+            softmax_tile(acc_s, i);
+            wg_wait<0>();  // P_{i-1} V_{i-1} done: O and the P registers are free
+            wg_fence_operand(acc_o[0][0]);
+            release(v_empty, i - 1);
+            softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
-      for (int e = 0; e < o_layout::c_vals; e += 2) {
-        const float f = inv[rows::slot(e)];
-        const std::uint32_t two = pack2<T>(acc_o[0][0].v[e] * f, acc_o[0][0].v[e + 1] * f);
-        __builtin_memcpy(qt + q_tile::offset(row0 + o_layout::c_m(t, e), o_layout::c_n(t, e)), &two, sizeof two);
-      }
-      named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);
-      {
-        constexpr int per = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte store
-        constexpr int chunks = D / per;                         // per row
-        T* const o = br.o;
-#pragma unroll
-        for (int k = t; k < 64 * chunks; k += warpgroup_threads) {
-          const int r = row0 + k / chunks, ch = k % chunks;
-          if (br.m0 + r < br.sq)
-            store_vec(o + std::int64_t{r} * p.o_row + ch * per,
-                      load_vec<per>(reinterpret_cast<const T*>(qt + q_tile::offset(r, ch * per))));
+            for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
+          }
+          turn_begin();
+          issue_pv(n_tiles - 1);
+          turn_end();
+          wg_wait<0>();
+          wg_fence_operand(acc_o[0][0]);
+          release(v_empty, n_tiles - 1);
         }
-      }
-      if (p.lse != nullptr && t % o_layout::c_row_lanes == 0) {
+
+        // ---- epilogue: O / l rounded to T through this warpgroup's rows of the Q tile (free once its last
+        // S = Q K^T completed), then 16-byte row stores: stores straight from the accumulator layout write 4
+        // bytes per thread 8 rows apart, and each waits on the previous one's registers (measured with ncu on
+        // the H200 at seqlen 1k: 38% of the warps' stall cycles); LSE of the rows this thread leads ----
+        using rows = c_rows<o_layout>;
+        float inv[rows::slots], lse[rows::slots];
+        softmax.finish(0, inv, lse);
+        unsigned char* const qt = smem + L::q_off;
+        named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);  // every warp's last MMA read of Q is done
 #pragma unroll
-        for (int e = 0; e < o_layout::c_vals; ++e) {
-          const int r = row0 + o_layout::c_m(t, e);
-          if (rows::is_leader(e) && br.m0 + r < br.sq) p.lse[br.lse_base + br.m0 + r] = lse[rows::slot(e)];
+        for (int e = 0; e < o_layout::c_vals; e += 2) {
+          const float f = inv[rows::slot(e)];
+          const std::uint32_t two = pack2<T>(acc_o[0][0].v[e] * f, acc_o[0][0].v[e + 1] * f);
+          __builtin_memcpy(qt + q_tile::offset(row0 + o_layout::c_m(t, e), o_layout::c_n(t, e)), &two, sizeof two);
         }
+        named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);
+        {
+          constexpr int per = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte store
+          constexpr int chunks = D / per;                         // per row
+          T* const o = br.o;
+#pragma unroll
+          for (int k = t; k < 64 * chunks; k += warpgroup_threads) {
+            const int r = row0 + k / chunks, ch = k % chunks;
+            if (br.m0 + r < br.sq)
+              store_vec(o + std::int64_t{r} * p.o_row + ch * per,
+                        load_vec<per>(reinterpret_cast<const T*>(qt + q_tile::offset(r, ch * per))));
+          }
+        }
+        // The Q tile is the producer's again (the next item's Q): each thread's staging writes ordered before
+        // the tensor copy's (async proxy) writes, then its arrival.
+        fence_proxy_async_shared();
+        mbarrier_arrive(q_empty);
+        if (p.lse != nullptr && t % o_layout::c_row_lanes == 0) {
+#pragma unroll
+          for (int e = 0; e < o_layout::c_vals; ++e) {
+            const int r = row0 + o_layout::c_m(t, e);
+            if (rows::is_leader(e) && br.m0 + r < br.sq) p.lse[br.lse_base + br.m0 + r] = lse[rows::slot(e)];
+          }
+        }
+        kv += n_tiles > 0 ? n_tiles : 0;
+        ++n_items;
       }
     }
   }
