@@ -3,6 +3,7 @@
 #include <pk/attention/attention_policy.hpp>
 #include <pk/attention/detail/attention_call.hpp>
 #include <pk/attention/detail/attention_mask.hpp>
+#include <pk/attention/detail/attention_schedule.hpp>
 #include <pk/archdb/family_plan.hpp>
 #include <pk/attention/attn_fwd_instances.hpp>
 #include <pk/config.hpp>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -61,12 +63,48 @@ int estimated_regs(const archdb::device_desc& d, const policy& p, int head_dim) 
   return std::min(acc + frags + regs_allowance, cap > 0 ? cap : 255);
 }
 
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
 // Key tiles the kernel visits for query block mb: the kernel's own range (attention_mask.hpp), in 64-bit
 // arithmetic, so unclamped windows up to INT_MAX (a caller of plan()) count right.
 std::int64_t tiles_of_block(const attention_problem& pr, int bm, int bn, std::int64_t mb) {
   return key_tiles_of_block(mb * bm, bm, bn, pr.seqlen_q, pr.seqlen_k, pr.window_left, pr.causal ? 0 : pr.window_right)
       .count();
 }
+
+// The busiest block of a persistent grid of `grid` blocks walking the items in the kernel's rounds
+// (attention_schedule.hpp): the time of its key tiles and items, `tile_us` a key tile and `item_us` an item.
+// Items are counted at the longest sequence (varlen: shorter ones are skipped, so this is an upper bound).
+struct persistent_load {
+  double us = 0;
+  std::int64_t items = 0, tiles = 0;
+};
+persistent_load busiest_block(const attention_problem& pr, const policy& p, std::int64_t grid, int l2_group, double tile_us,
+                              double item_us) {
+  const std::int64_t m_blocks = ceil_div(pr.seqlen_q, p.block_m);
+  const std::int64_t items = m_blocks * pr.heads_q * pr.batch;
+  std::vector<std::int64_t> tiles_of(static_cast<std::size_t>(m_blocks));
+  for (std::int64_t mb = 0; mb < m_blocks; ++mb) tiles_of[static_cast<std::size_t>(mb)] = tiles_of_block(pr, p.block_m, p.block_n, mb);
+  std::vector<persistent_load> load(static_cast<std::size_t>(grid));
+  for (std::int64_t k = 0; k * grid < items; ++k)
+    for (std::int64_t j = 0; j < grid; ++j) {
+      const std::int64_t lin = item_of_round(k, j, grid);
+      if (lin >= items) continue;
+      const work_item w = work_item_of(lin, static_cast<int>(m_blocks), pr.heads_q, pr.batch, l2_group);
+      persistent_load& l = load[static_cast<std::size_t>(j)];
+      ++l.items;
+      l.tiles += tiles_of[static_cast<std::size_t>(w.mb)];
+    }
+  persistent_load worst;
+  for (persistent_load& l : load) {
+    l.us = double(l.tiles) * tile_us + double(l.items) * item_us;
+    if (l.us > worst.us) worst = l;
+  }
+  return worst;
+}
+// Items beyond which the planner does not deal the persistent grid's rounds out one by one (a few ms of
+// planning, once per problem: the plan cache keeps it) and takes the mean load of a block instead.
+constexpr std::int64_t max_dealt_items = std::int64_t{1} << 22;
 
 // Mean shared-memory clock assumed for the bandwidth term: archdb has no clock field, and the boost
 // clocks of the supported devices span 1.4-2.1 GHz; the term only ranks policies against each other.
@@ -85,7 +123,6 @@ constexpr int warps_per_subpartition = 2;
 // 0.6-1 us at high occupancy); the part a tile's compute does not cover is exposed.
 constexpr double load_latency_us = 1.0;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // The warp-specialized strategy's model. Its MMAs run at the tensor cores' rate less what feeding them
 // costs: a dense bf16 GEMM with wgmma reaches 760-790 of the H200's 989 TFLOP/s (cuBLAS, ANCHORS.md), so
@@ -143,6 +180,8 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
   const archdb::calibrated_value ws_sum = archdb::calibrated(device, "attention.ws_sum_share", 1.0);
   const archdb::calibrated_value ws_tile = archdb::calibrated(device, "attention.ws_tile_us", 0.0);
   const archdb::calibrated_value ws_wave = archdb::calibrated(device, "attention.ws_wave_us", 0.0);
+  // A persistent block's fixed cost per item; a priori that of a wave (nothing hidden).
+  const archdb::calibrated_value ws_item = archdb::calibrated(device, "attention.ws_persistent_item_us", ws_wave.value);
   const double peak = (pr.type == dtype::f16 ? device.peak_fp16_tflops : device.peak_bf16_tflops) * tiled_share.value;
   const int units = std::max(1, device.occupancy_units());
   const int subparts = device.vendor_id == archdb::vendor::nvidia ? std::max(1, device.smsp_per_sm)
@@ -167,16 +206,33 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
       const double per_tile_us = ws_sum.value * (t_mma + t_exp) * 1e6 + ws_tile.value;
-      const double t_us = double(waves) * tiles_per_block * per_tile_us + double(waves) * ws_wave.value;
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
           << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum.value << " of the sum exposed + "
-          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << ws_sum.origin() << "); " << blocks
-          << " blocks in "
-          << waves << " waves (" << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100)
-          << "% of the last busy)";
+          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << ws_sum.origin() << "); ";
+      if (p.persistent) {
+        // One block per SM deals the items out in rounds: the busiest block sets the time, and an item's
+        // fixed cost is what the next item's loads during the epilogue do not hide.
+        const std::int64_t grid = std::min<std::int64_t>(blocks, std::max(1, device.sm_count));
+        const int l2_group = l2_group_of(device.l2_bytes, pr.seqlen_k, pr.head_dim, eb, std::max(1, pr.heads_q / std::max(1, pr.heads_kv)),
+                                         std::int64_t{pr.heads_q} * pr.batch);
+        persistent_load busiest;
+        if (blocks <= max_dealt_items) {
+          busiest = busiest_block(pr, p, grid, l2_group, per_tile_us, ws_item.value);
+        } else {
+          busiest.items = ceil_div(blocks, grid);
+          busiest.tiles = static_cast<std::int64_t>(std::ceil(double(busiest.items) * tiles_per_block));
+          busiest.us = double(busiest.tiles) * per_tile_us + double(busiest.items) * ws_item.value;
+        }
+        why << "persistent: " << grid << " blocks walk " << blocks << " items, the busiest " << busiest.items
+            << " items of " << busiest.tiles << " key tiles, " << ws_item.value << " us an item (" << ws_item.origin() << ")";
+        return archdb::cost_estimate{std::max(busiest.us, t_mem), why.str()};
+      }
+      const double t_us = double(waves) * tiles_per_block * per_tile_us + double(waves) * ws_wave.value;
+      why << blocks << " blocks in " << waves << " waves ("
+          << static_cast<int>(archdb::wave_efficiency(device, blocks, occ) * 100) << "% of the last busy)";
       return archdb::cost_estimate{std::max(t_us, t_mem), why.str()};
     }
     const int warps = p.block_threads / device.warp_size;
@@ -511,14 +567,9 @@ status attention_forward(const stream& s, const attention_args& args) {
   p.window_left = pr.window_left;
   p.window_right = pr.window_right;
   p.scale_log2 = scale_log2;
-  // Block order of ws_wgmma_tma: (head, batch) entries in groups whose K and V (of the longest sequence)
-  // take at most half of L2 together, leaving the rest to Q, O and other work. `group` consecutive query
-  // heads share one KV head.
-  {
-    const std::int64_t kv_bytes = std::max<std::int64_t>(1, 2 * pr.seqlen_k * pr.head_dim * std::int64_t{size_of(type)});
-    const std::int64_t l2 = s.device().l2_bytes > 0 ? s.device().l2_bytes : kv_bytes;
-    p.l2_group = static_cast<int>(std::clamp<std::int64_t>(l2 / 2 / kv_bytes * p.group, 1, std::int64_t{pr.heads_q} * pr.batch));
-  }
+  // Block order of ws_wgmma_tma (attention_schedule.hpp).
+  p.l2_group = attention::l2_group_of(s.device().l2_bytes, pr.seqlen_k, pr.head_dim, size_of(type), p.group,
+                                      std::int64_t{pr.heads_q} * pr.batch);
   // One LSE layout: [batch, heads_q, seqlen_q] of q's rank-4 view. Varlen q is packed with batch 1, so
   // it is [heads_q, total_q] (total_q: q's token count), indexed by the token's packed position.
   p.lse_head = a.q.shape[1];

@@ -25,6 +25,7 @@
 #include <pk/attention/detail/attention_agent.hpp>
 #include <pk/attention/detail/attention_call.hpp>
 #include <pk/attention/detail/attention_mask.hpp>
+#include <pk/attention/detail/attention_schedule.hpp>
 #include <pk/attention/detail/attention_softmax.hpp>
 #include <pk/portable/mma.hpp>
 #include <pk/portable/pipeline.hpp>
@@ -42,9 +43,9 @@ namespace impl {
 struct ws_params {
   attention::fwd_params p;
   tma_map q, k, v;
-  //! The work items: m_blocks query blocks x heads x batch entries (attn_ws::work_item_of's order). A block
-  //! computes items blockIdx.x, blockIdx.x + gridDim.x, ...: one item per block when the grid has one block
-  //! per item, several when it is persistent (one block per SM).
+  //! The work items: m_blocks query blocks x heads x batch entries (attention_schedule.hpp: their order, and
+  //! which a block of a persistent grid takes in each round). One item per block when the grid has one block
+  //! per item.
   int m_blocks = 1, heads = 1, batch = 1;
 };
 
@@ -93,24 +94,6 @@ PK_DEVICE PK_FORCEINLINE void apply_mask(wg_accum<N>& s, const attention::tile_m
 #pragma unroll
   for (int e = 0; e < L::c_vals; ++e)
     if (!m.visible(row0 + L::c_m(t, e), L::c_n(t, e))) s.v[e] = impl::attn::neg_inf;
-}
-
-//! Which (query block, head, batch entry) block `lin` (0 .. m_blocks * heads * batch, in launch order)
-//! computes. The (head, batch) entries are taken in groups of l2_group whose K and V fit in L2 together
-//! (attention_forward sizes it from the device's L2), so that the blocks running at once re-read K/V from L2 rather
-//! than device memory; inside a group, query blocks longest first (under causal masking the last query
-//! blocks see the most keys), so that short blocks make the tail of the grid.
-struct work_item {
-  int mb, h, b;
-};
-PK_DEVICE PK_FORCEINLINE work_item work_item_of(std::int64_t lin, int m_blocks, int heads, int batch, int l2_group) {
-  const std::int64_t entries = std::int64_t{heads} * batch;
-  const std::int64_t group = l2_group;
-  const std::int64_t g = lin / (group * m_blocks);
-  const std::int64_t in_group = (g + 1) * group <= entries ? group : entries - g * group;
-  const std::int64_t r = lin - g * group * m_blocks;
-  const std::int64_t entry = g * group + r % in_group;
-  return {static_cast<int>(m_blocks - 1 - r / in_group), static_cast<int>(entry % heads), static_cast<int>(entry / heads)};
 }
 
 }  // namespace attn_ws
@@ -170,7 +153,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       int h, b, n_first, n_last;
     };
     const auto item_of = [&](std::int64_t lin) {
-      const attn_ws::work_item w = attn_ws::work_item_of(lin, wp.m_blocks, wp.heads, wp.batch, p.l2_group);
+      const attention::work_item w = attention::work_item_of(lin, wp.m_blocks, wp.heads, wp.batch, p.l2_group);
       item it;
       it.h = w.h;
       it.b = w.b;
@@ -187,7 +170,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       wg_set_registers<attn_ws::producer_regs<Consumers>, false>();
       if (t == 0) {
         int n_items = 0, kv = 0;  // items and key tiles loaded so far
-        for (std::int64_t lin = block_idx().x; lin < items; lin += grid_dim().x) {
+        for (std::int64_t k = 0; k * grid_dim().x < items; ++k) {
+          const std::int64_t lin = attention::item_of_round(k, block_idx().x, grid_dim().x);
+          if (lin >= items) continue;
           const item it = item_of(lin);
           if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest
           const int hk = it.h / p.group;
@@ -230,7 +215,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       using softmax_t = attn::online_softmax<s_layout, 1>;
       const std::uint32_t q_addr = smem_addr + L::q_off;
       int n_items = 0, kv = 0;  // items and key tiles consumed so far
-      for (std::int64_t lin = block_idx().x; lin < items; lin += grid_dim().x) {
+      for (std::int64_t k = 0; k * grid_dim().x < items; ++k) {
+        const std::int64_t lin = attention::item_of_round(k, block_idx().x, grid_dim().x);
+        if (lin >= items) continue;
         const item it = item_of(lin);
         if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest (as the producer)
         const auto& br = it.br;
