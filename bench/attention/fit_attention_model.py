@@ -8,7 +8,9 @@ keys "attention.*" that kernels/attention/src/attention_api.cpp reads) to a meas
 For every candidate of every row it reads the model's terms from `pk plan attention` (waves, key tiles per
 block, the warpgroup MMA and exp2 time of a tile, the tiled model's prediction) and fits, by least squares on
 the relative error:
-  warp-specialized: time = waves x (tiles per block x (share x (MMA + exp2) + per-tile cost) + per-wave cost)
+  warp-specialized: time = tiles x (share x (MMA + exp2) + per-tile cost) + waves x per-wave cost
+                    + items x per-item cost, where one block per item walks waves x its key tiles and a
+                    persistent grid's busiest block its items and their key tiles; share per consumer count
   tiled:            time = scale x (its model without the wave cost) + waves x per-wave cost
 It prints the fitted constants, each row's planned-vs-best with the model's current constants and with the
 fit, and the mean |predicted / measured - 1|. The fit is of the planner as built: run it with a pk whose wave
@@ -34,19 +36,27 @@ def model_terms(pk, device, problem):
         if not m:
             continue
         why = lines[i + 1]
+        name = m.group(1)
         t = {"pred": float(re.search(r"predicted ([\d.]+) us", why).group(1)),
-             "waves": int(re.search(r"\d+ blocks in (\d+) waves", why).group(1)),
-             "ws": "_ws_" in m.group(1)}
-        w = re.search(r"per tile ([\d.e-]+) us of warpgroup MMA \+ ([\d.e-]+) us of exp2, ([\d.]+) of the sum exposed "
-                      r"\+ ([\d.]+) us hand-offs, ([\d.]+) us a wave", why)
+             "ws": "_ws_" in name or "_wsp_" in name, "persistent": "_wsp_" in name}
+        w = re.search(r"(\d) consumer warpgroups .*per tile ([\d.e-]+) us of warpgroup MMA \+ ([\d.e-]+) us of exp2, "
+                      r"([\d.]+) of the sum exposed \+ ([\d.]+) us hand-offs, ([\d.]+) us a wave", why)
         if t["ws"] and w:
-            mma, exp, share, tile, wave = map(float, w.groups())
-            t["sum"] = mma + exp
-            t["tpb"] = (t["pred"] / t["waves"] - wave) / (share * t["sum"] + tile)
+            cons, mma, exp, share, tile, wave = map(float, w.groups())
+            t["cons"], t["sum"] = int(cons), mma + exp
+            if t["persistent"]:
+                # the busiest block of the persistent grid: its items and key tiles
+                b = re.search(r"the busiest (\d+) items of (\d+) key tiles", why)
+                t["waves"], t["tiles"], t["items"] = 0, int(b.group(2)), int(b.group(1))
+            else:
+                t["waves"] = int(re.search(r"\d+ blocks in (\d+) waves", why).group(1))
+                t["tiles"] = t["waves"] * (t["pred"] / t["waves"] - wave) / (share * t["sum"] + tile)
+                t["items"] = 0
         else:
+            t["waves"] = int(re.search(r"\d+ blocks in (\d+) waves", why).group(1))
             w = re.search(r", ([\d.]+) us a wave \((?:a priori|measured on [^)]*)\)", why)
             t["base"] = t["pred"] - (t["waves"] * float(w.group(1)) if w else 0.0)
-        out[m.group(1)] = t
+        out[name] = t
     return out
 
 
@@ -65,7 +75,11 @@ def main():
             cands.append(c)
     ws = [c for c in cands if c["ws"]]
     ti = [c for c in cands if not c["ws"]]
-    fw = [lambda c: c["waves"] * c["tpb"] * c["sum"], lambda c: c["waves"] * c["tpb"], lambda c: c["waves"]]
+    # Key tiles x the exposed share of (MMA + exp2), per consumer count: 2 consumer warpgroups take turns
+    # (ping-pong), 3 do not; key tiles x the per-tile cost; waves x the per-wave cost (one block per item);
+    # the busiest persistent block's items x the per-item cost.
+    fw = [lambda c: c["tiles"] * c["sum"] * (c["cons"] == 2), lambda c: c["tiles"] * c["sum"] * (c["cons"] == 3),
+          lambda c: c["tiles"], lambda c: c["waves"], lambda c: c["items"]]
     ft = [lambda c: c["base"], lambda c: c["waves"]]
 
     def fit(group, feats):
@@ -73,11 +87,12 @@ def main():
         return np.linalg.lstsq(A, np.ones(len(group)), rcond=None)[0]
 
     xw, xt = fit(ws, fw), fit(ti, ft)
-    print("warp-specialized: share %.3f, per tile %.3f us, per wave %.2f us" % tuple(xw))
+    print("warp-specialized: share %.3f (2 consumer warpgroups) %.3f (3), per tile %.3f us, per wave %.2f us, "
+          "per persistent item %.2f us" % tuple(xw))
     print("tiled: scale %.3f (share of the peak / scale), per wave %.2f us" % tuple(xt))
-    print("archdb calibration: attention.ws_sum_share %.2f, attention.ws_tile_us %.2f, attention.ws_wave_us %.1f, "
-          "attention.tiled_wave_us %.1f; attention.tiled_matrix_share = the device's current share / %.3f"
-          % (xw[0], xw[1], xw[2], xt[1], xt[0]))
+    print("archdb calibration: attention.ws_sum_share %.2f, attention.ws_sum_share_3wg %.2f, attention.ws_tile_us %.2f, "
+          "attention.ws_wave_us %.1f, attention.ws_persistent_item_us %.2f, attention.tiled_wave_us %.1f; "
+          "attention.tiled_matrix_share = the device's current share / %.3f" % (*xw, xt[1], xt[0]))
     fitted = lambda c: sum(k * f(c) for k, f in zip(xw if c["ws"] else xt, fw if c["ws"] else ft))
     for label, pred in (("current model", lambda c: c["pred"]), ("fitted", fitted)):
         rows, errs = {}, []

@@ -178,6 +178,9 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       archdb::calibrated(device, "attention.tiled_matrix_share", wgmma_arch ? tiled_matrix_share_on_wgmma_arch : 1.0);
   const archdb::calibrated_value tiled_wave = archdb::calibrated(device, "attention.tiled_wave_us", 0.0);
   const archdb::calibrated_value ws_sum = archdb::calibrated(device, "attention.ws_sum_share", 1.0);
+  // Three consumer warpgroups do not take turns (no ping-pong): their exposed share is measured apart, a
+  // priori that of two.
+  const archdb::calibrated_value ws_sum_3wg = archdb::calibrated(device, "attention.ws_sum_share_3wg", ws_sum.value);
   const archdb::calibrated_value ws_tile = archdb::calibrated(device, "attention.ws_tile_us", 0.0);
   const archdb::calibrated_value ws_wave = archdb::calibrated(device, "attention.ws_wave_us", 0.0);
   // A persistent block's fixed cost per item; a priori that of a wave (nothing hidden).
@@ -205,13 +208,14 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
       const double t_mma = 4.0 * p.block_m * p.block_n * pr.head_dim / sm_flops;
       const double t_exp = double(p.block_m) * p.block_n / (exp_per_clock_per_sm * assumed_clock_ghz * 1e9);
       const std::int64_t waves = archdb::waves(device, blocks, occ);
-      const double per_tile_us = ws_sum.value * (t_mma + t_exp) * 1e6 + ws_tile.value;
+      const archdb::calibrated_value& share = p.block_m / 64 == 3 ? ws_sum_3wg : ws_sum;
+      const double per_tile_us = share.value * (t_mma + t_exp) * 1e6 + ws_tile.value;
       const double t_mem = archdb::roofline_us(device, unique_bytes, 0, 0);
       std::ostringstream why;
       why.precision(3);
       why << p.block_m / 64 << " consumer warpgroups x 64 rows, " << p.stages << "-stage K/V ring; per tile " << t_mma * 1e6
-          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << ws_sum.value << " of the sum exposed + "
-          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << ws_sum.origin() << "); ";
+          << " us of warpgroup MMA + " << t_exp * 1e6 << " us of exp2, " << share.value << " of the sum exposed + "
+          << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << share.origin() << "); ";
       if (p.persistent) {
         // One block per SM deals the items out in rounds: the busiest block sets the time, and an item's
         // fixed cost is what the next item's loads during the epilogue do not hide.
