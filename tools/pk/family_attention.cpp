@@ -135,7 +135,8 @@ class attention_family final : public family {
   [[nodiscard]] std::vector<manifest_entry> manifest(archdb::arch a) const override {
     // The kernels are attn_fwd_kernel<T, D, BM, BN, Threads, Stages> (tiled_mma, attention_agent.hpp):
     // "attn_fwd_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<Threads>ELi<S>E", and attn_fwd_ws_kernel<T, D, BM, BN,
-    // Stages> (ws_wgmma_tma, attention_ws.hpp, in an sm_90a build only): "attn_fwd_ws_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<S>E".
+    // Stages, Persistent> (ws_wgmma_tma, attention_ws.hpp, in an sm_90a build only):
+    // "attn_fwd_ws_kernelI<T>Li<D>ELi<BM>ELi<BN>ELi<S>ELb<0|1>E".
     // Planned resources: plan_attention's candidates on a device of the arch (dynamic smem included).
     std::vector<manifest_entry> out;
     const archdb::device_desc* dev = first_device_of(a);
@@ -158,7 +159,7 @@ class attention_family final : public family {
           if (pol.strat == attention::strategy::ws_wgmma_tma)
             e.symbol = std::string("attn_fwd_ws_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
                        std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +
-                       std::to_string(pol.stages) + "E";
+                       std::to_string(pol.stages) + "ELb" + (pol.persistent ? "1" : "0") + "E";
           else
             e.symbol = std::string("attn_fwd_kernelI") + t.mangled + "Li" + std::to_string(hd) + "ELi" +
                        std::to_string(pol.block_m) + "ELi" + std::to_string(pol.block_n) + "ELi" +

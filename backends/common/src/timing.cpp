@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace pk {
@@ -43,9 +44,46 @@ namespace {
 constexpr int runs_per_chunk = 128;
 constexpr auto gate_timeout = std::chrono::seconds(2);
 
+//! Holds the stream for one chunk: opens the gate after gate_timeout unless open() came first, and in any
+//! case when it goes out of scope (a run that failed or threw), so that the stream never stays held.
+template <class Gate>
+class held_chunk {
+ public:
+  explicit held_chunk(Gate& g) : gate_(g), watchdog_([this] {
+    std::unique_lock<std::mutex> lock(m_);
+    if (!cv_.wait_for(lock, gate_timeout, [this] { return done_; })) {
+      timed_out_ = true;
+      gate_.release();
+    }
+  }) {}
+  held_chunk(const held_chunk&) = delete;
+  held_chunk& operator=(const held_chunk&) = delete;
+  ~held_chunk() { open(); }
+  //! Opens the gate (every run of the chunk is enqueued); whether the watchdog had to open it first.
+  bool open() {
+    if (watchdog_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        done_ = true;
+      }
+      cv_.notify_one();
+      watchdog_.join();
+      gate_.release();
+    }
+    return timed_out_;
+  }
+
+ private:
+  Gate& gate_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false, timed_out_ = false;
+  std::thread watchdog_;  // last: started once the members it reads exist
+};
+
 template <class Timer, class Gate>
 status time_gated(const stream& s, int reps, const std::vector<std::function<status()>>& works,
-                        std::vector<timing>& out) {
+                  std::vector<timing>& out) {
   const std::size_t n = works.size();
   if (n == 0 || reps <= 0) return {};
   const int chunk = std::clamp(runs_per_chunk / static_cast<int>(n), 1, reps);
@@ -56,23 +94,13 @@ status time_gated(const stream& s, int reps, const std::vector<std::function<sta
   std::string why_ungated = gated ? "" : "the device has no stream wait";
   for (int r0 = 0; r0 < reps; r0 += chunk) {
     const int rounds = std::min(chunk, reps - r0);
-    bool held = gated && static_cast<bool>(gate.hold(s.native()));
+    const bool held = gated && static_cast<bool>(gate.hold(s.native()));
     if (gated && !held) {
       gated = false;
       why_ungated = "the stream wait failed";
     }
-    std::mutex m;
-    std::condition_variable cv;
-    bool enqueued = false, timed_out = false;
-    std::thread watchdog;
-    if (held)
-      watchdog = std::thread([&] {
-        std::unique_lock<std::mutex> lock(m);
-        if (!cv.wait_for(lock, gate_timeout, [&] { return enqueued; })) {
-          timed_out = true;
-          gate.release();
-        }
-      });
+    std::optional<held_chunk<Gate>> hc;
+    if (held) hc.emplace(gate);
     status st;
     for (int r = 0; r < rounds && st; ++r)
       for (std::size_t i = 0; i < n && st; ++i) {
@@ -81,18 +109,9 @@ status time_gated(const stream& s, int reps, const std::vector<std::function<sta
         if (st) st = works[i]();
         if (st) st = t.stop(s.native());
       }
-    if (held) {
-      {
-        std::lock_guard<std::mutex> lock(m);
-        enqueued = true;
-      }
-      cv.notify_one();
-      watchdog.join();
-      gate.release();
-      if (timed_out) {
-        gated = false;
-        why_ungated = "a chunk took the host over 2 s to enqueue";
-      }
+    if (hc && hc->open()) {
+      gated = false;
+      why_ungated = "a chunk took the host over 2 s to enqueue";
     }
     PK_TRY(st);
     for (int r = 0; r < rounds; ++r)

@@ -42,4 +42,19 @@ PK_DEVICE PK_FORCEINLINE int lane_id() noexcept { return thread_rank() % warp_si
 //! Warp index within the block.
 PK_DEVICE PK_FORCEINLINE int warp_id() noexcept { return thread_rank() / warp_size; }
 
+//! `x`, which the optimizer may not look through: what derives from the result is computed where it is used
+//! instead of being hoisted out of an enclosing loop and kept live across it. For per-thread values inside a
+//! loop whose body needs every register: the persistent attention kernel's item loop (attention_ws.hpp) kept
+//! the epilogue's per-thread shared-memory offsets live across items and spilled 124 bytes at head_dim 128
+//! on sm_90a (0 with the thread rank passed through here once per item). The emulator has no registers to
+//! save: there it is `x`.
+PK_DEVICE PK_FORCEINLINE int opaque(int x) noexcept {
+#if defined(PK_DETAIL_BACKEND_CUDA)
+  asm volatile("" : "+r"(x));
+#elif defined(PK_DETAIL_BACKEND_HIP)
+  asm volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
 PK_DETAIL_TARGET_END

@@ -28,8 +28,7 @@ struct policy {
                       //!< tile j). ws_wgmma_tma: the depth of the K and V rings
   strategy strat = strategy::tiled_mma;
   //! ws_wgmma_tma: one block per SM walks the work items (a persistent grid), so that the producer loads
-  //! the next item's K and V while the consumers finish the last one. The same kernel as the non-persistent
-  //! policy of the same tiles (only the launch's grid differs): no instance of its own.
+  //! the next item's K and V while the consumers finish the last one (its own instance: the item loop).
   bool persistent = false;
   friend constexpr bool operator==(const policy&, const policy&) = default;
 };
@@ -74,12 +73,15 @@ inline constexpr std::array<policy, 2> amd_large{{{64, 32, 128, 1}, {32, 32, 64,
 // template). Measured on the H200 (bench/results/attention-h200-2026-11-30-ws.md): 128x176 was within 1% of
 // 128x128 at d128 non-causal and 6% behind it causal at 16k, so it is not compiled (each candidate costs
 // compile time in every sm_90a build); at d256, 128x80 measured 1-6% ahead of 128x64.
-// Each tile comes as a persistent grid (wsp) and one block per work item (ws): one kernel for the two.
+// Each tile at head_dim 64 and 128 comes as one block per work item (ws) and as a persistent grid (wsp):
+// measured on the H200, the persistent grid is 10-14% faster at seqlen 1k and up to 13% slower on long causal
+// rows (its static rounds; bench/results/attention-h200-2026-12-03-persistent.md). Not at head_dim 256: its
+// item loop spilled 4-64 bytes at 240 registers (nvcc 13.0, sm_90a), and it was not measured.
 inline constexpr policy ws(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma}; }
 inline constexpr policy wsp(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma, true}; }
 inline constexpr std::array<policy, 4> ws_d64{{ws(192, 128), wsp(192, 128), ws(128, 128), wsp(128, 128)}};
 inline constexpr std::array<policy, 2> ws_d128{{ws(128, 128), wsp(128, 128)}};
-inline constexpr std::array<policy, 4> ws_d256{{ws(128, 80), wsp(128, 80), ws(128, 64), wsp(128, 64)}};
+inline constexpr std::array<policy, 2> ws_d256{{ws(128, 80), ws(128, 64)}};
 
 //! The head dims the warp-specialized strategy has instances for (others plan onto tiled_mma).
 constexpr std::span<const policy> ws_candidates(int head_dim) {

@@ -71,16 +71,17 @@ status attn_fwd_launch_ws(const attention::fwd_call& c, const char* name) {
   wp.batch = static_cast<int>(c.grid_z);
   const std::int64_t items = std::int64_t{c.grid_x} * c.grid_y * c.grid_z;
   const std::int64_t sms = std::max(1, c.s->device().sm_count);
-  const std::int64_t blocks = Pol.persistent ? std::min(items, sms) : items;
-  if (blocks > std::numeric_limits<int>::max())
+  if (items > std::numeric_limits<int>::max())
     return unsupported(std::string(name) + ": " + std::to_string(items) +
-                       " work items (query blocks x heads x batch) exceed a grid's 2^31 - 1 blocks");
+                       " work items (query blocks x heads x batch) exceed 2^31 - 1 (a grid's blocks, and the kernel's item count)");
+  wp.items = static_cast<int>(items);
+  const std::int64_t blocks = Pol.persistent ? std::min(items, sms) : items;
   launch_shape shape;
   shape.grid_x = static_cast<unsigned>(blocks);
   shape.block_x = static_cast<unsigned>(Pol.block_threads);
   shape.dynamic_smem = static_cast<std::size_t>(attention::ws_smem_bytes(Pol, D, sizeof(T)));
   shape.name = name;
-  return launch(*c.s, &attn_fwd_ws_kernel<T, D, Pol.block_m, Pol.block_n, Pol.stages>, shape, wp);
+  return launch(*c.s, &attn_fwd_ws_kernel<T, D, Pol.block_m, Pol.block_n, Pol.stages, Pol.persistent>, shape, wp);
 }
 
 template <class T>

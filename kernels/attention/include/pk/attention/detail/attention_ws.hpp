@@ -47,6 +47,7 @@ struct ws_params {
   //! which a block of a persistent grid takes in each round). One item per block when the grid has one block
   //! per item.
   int m_blocks = 1, heads = 1, batch = 1;
+  int items = 1;  //!< m_blocks x heads x batch, at most 2^31 - 1
 };
 
 namespace attn_ws {
@@ -98,7 +99,9 @@ PK_DEVICE PK_FORCEINLINE void apply_mask(wg_accum<N>& s, const attention::tile_m
 
 }  // namespace attn_ws
 
-template <class T, int D, int BM, int BN, int Stages>
+//! Persistent: the block walks items blockIdx.x, ... in rounds (a grid of one block per SM); otherwise it
+//! computes item blockIdx.x alone and the compiler sees no loop (nothing kept live across items).
+template <class T, int D, int BM, int BN, int Stages, bool Persistent>
 PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(const PK_GRID_CONSTANT ws_params wp) {
   constexpr int Consumers = BM / 64;
   static_assert(BM % 64 == 0 && (Consumers == 2 || Consumers == 3), "ws policy: 2 or 3 consumer warpgroups of 64 rows");
@@ -147,12 +150,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     // The block's work items, in the same order in every role: each role walks them with its own count of
     // items (the Q barriers' phase) and of key tiles (the K/V ring's stage and phase), which carry over
     // from one item to the next.
-    const std::int64_t items = std::int64_t{wp.m_blocks} * wp.heads * wp.batch;
+    const int items = wp.items;  // at most 2^31 - 1 (the launch checks)
     struct item {
       attn::block_rows<T, BM> br;
       int h, b, n_first, n_last;
     };
-    const auto item_of = [&](std::int64_t lin) {
+    const auto item_of = [&](int lin) {
       const attention::work_item w = attention::work_item_of(lin, wp.m_blocks, wp.heads, wp.batch, p.l2_group);
       item it;
       it.h = w.h;
@@ -170,8 +173,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
       wg_set_registers<attn_ws::producer_regs<Consumers>, false>();
       if (t == 0) {
         int n_items = 0, kv = 0;  // items and key tiles loaded so far
-        for (std::int64_t k = 0; k * grid_dim().x < items; ++k) {
-          const std::int64_t lin = attention::item_of_round(k, block_idx().x, grid_dim().x);
+        for (int k = 0; (Persistent || k == 0) && k * static_cast<int>(grid_dim().x) < items; ++k) {
+          const int lin = static_cast<int>(attention::item_of_round(k, block_idx().x, grid_dim().x));
           if (lin >= items) continue;
           const item it = item_of(lin);
           if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest
@@ -207,19 +210,25 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     } else {
       // ---- consumer warpgroup c: rows [64 c, 64 c + 64) of the block ----
       wg_set_registers<attn_ws::consumer_regs<Consumers>, true>();
-      const int c = wg - 1;
-      const int row0 = 64 * c;
       using s_layout = wg_layout<BN>;
       using o_layout = wg_layout<D>;
       using rows_t = c_rows<s_layout>;
       using softmax_t = attn::online_softmax<s_layout, 1>;
-      const std::uint32_t q_addr = smem_addr + L::q_off;
       int n_items = 0, kv = 0;  // items and key tiles consumed so far
-      for (std::int64_t k = 0; k * grid_dim().x < items; ++k) {
-        const std::int64_t lin = attention::item_of_round(k, block_idx().x, grid_dim().x);
+      for (int k = 0; (Persistent || k == 0) && k * static_cast<int>(grid_dim().x) < items; ++k) {
+        const int lin = static_cast<int>(attention::item_of_round(k, block_idx().x, grid_dim().x));
         if (lin >= items) continue;
         const item it = item_of(lin);
         if (it.br.m0 >= it.br.sq) continue;  // varlen: a sequence shorter than the longest (as the producer)
+        // The thread's rank and warpgroup, fresh for each item: what the item's body derives from them (the
+        // accumulator layouts' shared-memory offsets, the Q tile's MMA descriptors) is not kept live across
+        // the loop (pk::opaque).
+        const int rank = opaque(thread_rank());
+        const int t = rank % warpgroup_threads;
+        const int c = rank / warpgroup_threads - 1;
+        const int row0 = 64 * c;
+        const std::uint32_t tiles_addr = static_cast<std::uint32_t>(opaque(static_cast<int>(smem_addr)));
+        const std::uint32_t q_addr = tiles_addr + L::q_off;
         const auto& br = it.br;
         const int n_first = it.n_first, n_last = it.n_last;
         wg_accum<D> acc_o[1][1];
@@ -233,8 +242,8 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
         // Tile i of this item is the ring's (kv + i)-th.
         const auto stage_of = [kv0 = kv](int i) { return (kv0 + i) % Stages; };
         const auto phase_of = [kv0 = kv](int i) { return ((kv0 + i) / Stages) & 1; };
-        const auto k_addr = [&](int i) { return smem_addr + L::k_off + stage_of(i) * kv_tile::bytes; };
-        const auto v_addr = [&](int i) { return smem_addr + L::v_off + stage_of(i) * kv_tile::bytes; };
+        const auto k_addr = [&](int i) { return tiles_addr + L::k_off + stage_of(i) * kv_tile::bytes; };
+        const auto v_addr = [&](int i) { return tiles_addr + L::v_off + stage_of(i) * kv_tile::bytes; };
         // Ping-pong (2 consumer warpgroups): the warpgroups take turns issuing their products, so that one
         // runs its softmax while the other's products keep the tensor cores busy. Warpgroup c waits at
         // barrier turn_bar(c) for its turn and, once its products are issued, arrives at the other's. The
