@@ -44,6 +44,7 @@ TEST(TimingGpu, HostTimeBeforeALaunchIsNotTimed) {
   std::vector<pk::timing> t;
   ASSERT_TRUE(pk::time_interleaved(s, 2, reps, {slow_host, fast_host}, t));
   ASSERT_EQ(t.size(), 2u);
+  if (t[0].clock.find("could not be set up") != std::string::npos) GTEST_SKIP() << "no stream gate here: " << t[0].clock;
   for (const auto& x : t) {
     EXPECT_EQ(x.us.size(), static_cast<std::size_t>(reps));
     EXPECT_EQ(x.clock.find("not held"), std::string::npos) << x.clock;

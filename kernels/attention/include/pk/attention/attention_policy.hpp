@@ -27,8 +27,9 @@ struct policy {
                       //!< Q K(j)^T, K(j-1) during P V(j)); 2 = double buffering (K/V(j-1) load during all of
                       //!< tile j). ws_wgmma_tma: the depth of the K and V rings
   strategy strat = strategy::tiled_mma;
-  //! ws_wgmma_tma: one block per SM walks the work items (a persistent grid), so that the producer loads
-  //! the next item's K and V while the consumers finish the last one (its own instance: the item loop).
+  //! ws_wgmma_tma: one block per SM walks the work items (a persistent grid): no block launch and set-up
+  //! per item, and the next item's loads start once the epilogue has read O out of the Q tile, its global
+  //! stores still in flight (its own instance: the item loop).
   bool persistent = false;
   friend constexpr bool operator==(const policy&, const policy&) = default;
 };

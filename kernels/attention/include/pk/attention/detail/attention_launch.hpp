@@ -71,9 +71,11 @@ status attn_fwd_launch_ws(const attention::fwd_call& c, const char* name) {
   wp.batch = static_cast<int>(c.grid_z);
   const std::int64_t items = std::int64_t{c.grid_x} * c.grid_y * c.grid_z;
   const std::int64_t sms = std::max(1, c.s->device().sm_count);
-  if (items > std::numeric_limits<int>::max())
+  // The kernel counts items and rounds in int: the last round's items reach items + grid - 1.
+  if (items > std::numeric_limits<int>::max() - sms)
     return unsupported(std::string(name) + ": " + std::to_string(items) +
-                       " work items (query blocks x heads x batch) exceed 2^31 - 1 (a grid's blocks, and the kernel's item count)");
+                       " work items (query blocks x heads x batch) exceed 2^31 - 1 - the SM count (a grid's blocks, "
+                       "and the kernel's item count)");
   wp.items = static_cast<int>(items);
   const std::int64_t blocks = Pol.persistent ? std::min(items, sms) : items;
   launch_shape shape;
