@@ -19,6 +19,20 @@ pk::status from_error(int e, const char* what) {
 namespace {
 pk::status check(cudaError_t e, const char* what) { return e == cudaSuccess ? pk::status{} : from_error(e, what); }
 pk::status use_device(int ordinal) { return check(cudaSetDevice(ordinal), "cudaSetDevice"); }
+
+//! A driver API function reached through the runtime (pk does not link libcuda): `version` is the driver ABI
+//! version of the signature the caller casts it to; null when the driver lacks it.
+template <class Fn>
+Fn driver_entry(const char* name, int version) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
 }  // namespace
 
 pk::status encode_tensor_map(void* out, const void* base, int rank, bool bf16, const std::uint64_t* dims,
@@ -26,17 +40,8 @@ pk::status encode_tensor_map(void* out, const void* base, int rank, bool bf16, c
   using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static const encode_fn encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    // 12000: the driver ABI version of cuTensorMapEncodeTiled's signature (introduced in CUDA 12.0).
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<encode_fn>(nullptr);
-    }
-    return reinterpret_cast<encode_fn>(fn);
-  }();
+  // 12000: the driver ABI version of cuTensorMapEncodeTiled's signature (introduced in CUDA 12.0).
+  static const encode_fn encode = driver_entry<encode_fn>("cuTensorMapEncodeTiled", 12000);
   if (encode == nullptr)
     return {errc::backend_error, "cuTensorMapEncodeTiled: not available from the driver (CUDA 12.0 or newer is required)"};
   if (rank < 1 || rank > 5) return {errc::internal, "encode_tensor_map: rank must be 1..5"};
@@ -174,17 +179,8 @@ pk::status stream_gate::init(int ordinal) {
 }
 pk::status stream_gate::hold(void* stream) {
   using wait_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-  static const wait_fn wait = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    // 12000: the driver ABI version of cuStreamWaitValue32's signature in CUDA 12 (the former _v2).
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<wait_fn>(nullptr);
-    }
-    return reinterpret_cast<wait_fn>(fn);
-  }();
+  // 12000: the driver ABI version of cuStreamWaitValue32's signature in CUDA 12 (the former _v2).
+  static const wait_fn wait = driver_entry<wait_fn>("cuStreamWaitValue32", 12000);
   if (wait == nullptr) return {errc::unsupported, "stream_gate: the driver has no cuStreamWaitValue32"};
   const unsigned next = value_ + 1;
   const CUresult r = wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device_word_), next,

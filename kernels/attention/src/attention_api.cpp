@@ -13,11 +13,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 namespace pk {
 
@@ -122,7 +122,6 @@ constexpr int warps_per_subpartition = 2;
 // Latency of a K/V tile load from device memory under load (microbenchmarks of A100/H100 report about
 // 0.6-1 us at high occupancy); the part a tile's compute does not cover is exposed.
 constexpr double load_latency_us = 1.0;
-
 
 // The warp-specialized strategy's model. Its MMAs run at the tensor cores' rate less what feeding them
 // costs: a dense bf16 GEMM with wgmma reaches 760-790 of the H200's 989 TFLOP/s (cuBLAS, ANCHORS.md), so
