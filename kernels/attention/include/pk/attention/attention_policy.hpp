@@ -28,8 +28,8 @@ struct policy {
                       //!< tile j). ws_wgmma_tma: the depth of the K and V rings
   strategy strat = strategy::tiled_mma;
   //! ws_wgmma_tma: one block per SM walks the work items (a persistent grid): no block launch and set-up
-  //! per item, and the next item's loads start once the epilogue has read O out of the Q tile, its global
-  //! stores still in flight (its own instance: the item loop).
+  //! per item; O is staged in a tile of its own, so the next item's Q loads as soon as this item's last
+  //! S = Q K^T has completed, under its last softmax, P V and epilogue (its own instance: the item loop).
   bool persistent = false;
   friend constexpr bool operator==(const policy&, const policy&) = default;
 };
@@ -154,13 +154,15 @@ constexpr bool declares_spills(archdb::arch a, const policy& p, int head_dim) {
 constexpr bool stages_p(family f) { return f == family::amd; }
 
 //! Shared memory of the warp-specialized kernel: swizzled Q, K and V tiles (no padding: the swizzle
-//! spreads the banks), its barriers, and the slack that aligns the tiles to their 1024-byte swizzle pattern.
+//! spreads the banks), the persistent grid's O tile (the one-block-per-item kernel stages O in the Q
+//! tile), its barriers, and the slack that aligns the tiles to their 1024-byte swizzle pattern.
 //! Room for the kernel's 2 + 4 * stages barriers: 8 bytes each on the device, 24 in the emulator
 //! (backends/host mbarrier_state), and 10 x 24 = 240 at 2 stages.
 inline constexpr int ws_barrier_bytes = 256;
 inline constexpr int ws_align_slack = 1024;
 constexpr std::int64_t ws_smem_bytes(const policy& p, int head_dim, int elem_bytes) {
-  const std::int64_t tiles = (std::int64_t{p.block_m} + 2 * std::int64_t{p.block_n} * p.stages) * head_dim * elem_bytes;
+  const std::int64_t q_and_o = std::int64_t{p.block_m} * (p.persistent ? 2 : 1);
+  const std::int64_t tiles = (q_and_o + 2 * std::int64_t{p.block_n} * p.stages) * head_dim * elem_bytes;
   return tiles + ws_barrier_bytes + ws_align_slack;
 }
 

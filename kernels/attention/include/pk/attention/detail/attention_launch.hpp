@@ -55,7 +55,7 @@ status attn_tma_map(const void* data, std::int64_t tokens, std::int64_t heads, s
 
 template <class T, int D, attention::policy Pol>
 status attn_fwd_launch_ws(const attention::fwd_call& c, const char* name) {
-  using layout = attn_ws::smem_layout<T, D, Pol.block_m, Pol.block_n, Pol.stages>;
+  using layout = attn_ws::smem_layout<T, D, Pol.block_m, Pol.block_n, Pol.stages, Pol.persistent>;
   const attention::fwd_params& p = c.p;
   ws_params wp;
   wp.p = p;

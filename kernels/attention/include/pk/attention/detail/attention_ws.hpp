@@ -19,7 +19,10 @@
 //
 // Shared memory (dynamic, aligned to the 1024-byte swizzle pattern), tiles in pk::swizzled_tile layout
 // (128-byte swizzle, the tensor maps' and the MMA descriptors' one description):
-//   Q [BM][D] | K [Stages][BN][D] | V [Stages][BN][D] | barriers
+//   Q [BM][D] | K [Stages][BN][D] | V [Stages][BN][D] | O [BM][D] (persistent grid only) | barriers
+// The persistent grid stages O in a tile of its own and hands the Q tile back to the producer (q_empty) as
+// soon as the item's last S = Q K^T has completed: the next item's Q loads under this item's last softmax,
+// P V and epilogue. One block per item stages O in the Q tile, which is free by then.
 #pragma once
 #include <pk/attention/attention_policy.hpp>
 #include <pk/attention/detail/attention_agent.hpp>
@@ -68,14 +71,16 @@ PK_DEVICE PK_FORCEINLINE constexpr int turn_bar(int c) { return 2 + c; }
 PK_DEVICE PK_FORCEINLINE constexpr int epilogue_bar(int c) { return 4 + c; }
 
 //! Shared-memory layout of one instance.
-template <class T, int D, int BM, int BN, int Stages>
+template <class T, int D, int BM, int BN, int Stages, bool Persistent>
 struct smem_layout {
   using q_tile = swizzled_tile<T, BM, D>;
   using kv_tile = swizzled_tile<T, BN, D>;
   static constexpr int q_off = 0;
   static constexpr int k_off = q_tile::bytes;
   static constexpr int v_off = k_off + Stages * kv_tile::bytes;
-  static constexpr int bar_off = v_off + Stages * kv_tile::bytes;
+  //! Where the epilogue stages O (a q_tile): its own tile in the persistent grid, else the Q tile.
+  static constexpr int o_off = Persistent ? v_off + Stages * kv_tile::bytes : q_off;
+  static constexpr int bar_off = v_off + Stages * kv_tile::bytes + (Persistent ? q_tile::bytes : 0);
   // q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S]
   static constexpr int barriers = 2 + 4 * Stages;
   static constexpr int bytes = bar_off + barriers * static_cast<int>(sizeof(mbarrier));
@@ -83,7 +88,8 @@ struct smem_layout {
                 "tiles keep the swizzle alignment");
   static_assert(barriers * sizeof(mbarrier) <= attention::ws_barrier_bytes, "the planner's barrier allowance");
   static_assert(bytes + attention::ws_align_slack ==
-                    attention::ws_smem_bytes(attention::ws(BM, BN), D, sizeof(T)) - attention::ws_barrier_bytes +
+                    attention::ws_smem_bytes(Persistent ? attention::wsp(BM, BN) : attention::ws(BM, BN), D, sizeof(T)) -
+                        attention::ws_barrier_bytes +
                         barriers * static_cast<int>(sizeof(mbarrier)),
                 "the planner's shared-memory size is this layout's");
 };
@@ -112,7 +118,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     // output left unwritten.
     trap("attn_fwd_ws_kernel: launched on an arch without warpgroup MMA and tensor copies");
   } else {
-    using L = attn_ws::smem_layout<T, D, BM, BN, Stages>;
+    using L = attn_ws::smem_layout<T, D, BM, BN, Stages, Persistent>;
     using q_tile = typename L::q_tile;
     using kv_tile = typename L::kv_tile;
     const attention::fwd_params& p = wp.p;
@@ -134,7 +140,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
     const int t = tid % warpgroup_threads;
     if (tid == 0) {
       mbarrier_init(q_full, 1);
-      // One arrival per consumer thread once its epilogue has read its rows of the Q tile (where O is staged).
+      // Persistent grid: one arrival per consumer thread once the item's last S = Q K^T has completed.
       mbarrier_init(q_empty, Consumers * warpgroup_threads);
       for (int s = 0; s < Stages; ++s) {
         mbarrier_init(&k_full[s], 1);
@@ -183,7 +189,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
           const int q_tok0 = (p.cu_q != nullptr ? p.cu_q[it.b] : 0) + it.br.m0;
           const int k_tok0 = p.cu_k != nullptr ? p.cu_k[it.b] : 0;
           const int bz = p.cu_q != nullptr ? 0 : it.b;
-          mbarrier_wait(q_empty, (n_items & 1) ^ 1);  // the last item's epilogue is done with the Q tile
+          mbarrier_wait(q_empty, (n_items & 1) ^ 1);  // the last item's products are done with the Q tile
           mbarrier_arrive_expect_tx(q_full, q_tile::bytes);
 #pragma unroll
           for (int pn = 0; pn < q_tile::panels; ++pn)
@@ -239,6 +245,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
 
         mbarrier_wait(q_full, n_items & 1);
         const int n_tiles = n_last - n_first + 1;
+        // Persistent grid: the Q tile goes back to the producer once this thread's last read of it (the
+        // item's last S = Q K^T, an async-proxy read like the tensor copy that overwrites it) has completed.
+        const auto release_q = [&] {
+          if constexpr (Persistent) mbarrier_arrive(q_empty);
+        };
+        if (n_tiles <= 0) release_q();
         // Tile i of this item is the ring's (kv + i)-th.
         const auto stage_of = [kv0 = kv](int i) { return (kv0 + i) % Stages; };
         const auto phase_of = [kv0 = kv](int i) { return ((kv0 + i) / Stages) & 1; };
@@ -301,6 +313,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
           wg_wait<0>();
           wg_fence_operand(acc_s[0][0]);
           release(k_empty, 0);
+          if (n_tiles == 1) release_q();
           if (p.cu_k != nullptr && br.sk - n_last * BN < BN) {
             // Varlen: the rows of the first (boundary) V tile past the sequence's last key are the next
             // sequence's (or whatever follows the packed tokens). P is exactly 0 there, but 0 * inf or NaN is
@@ -318,8 +331,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
             fence_proxy_async_shared();
             named_barrier::sync(attn_ws::consumers_barrier, Consumers * warpgroup_threads);
           }
-          softmax_tile(acc_s, 0);
-          softmax.template rescale<o_layout>(acc_o, corr);
+          softmax_tile(acc_s, 0);  // O is still 0: nothing to rescale
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
 
@@ -332,10 +344,13 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
             wg_wait<1>();  // S_i (the older group) done
             wg_fence_operand(acc_s[0][0]);
             release(k_empty, i);
+            if (i == n_tiles - 1) release_q();
             softmax_tile(acc_s, i);
             wg_wait<0>();  // P_{i-1} V_{i-1} done: O and the P registers are free
             wg_fence_operand(acc_o[0][0]);
             release(v_empty, i - 1);
+            // Always, not behind a warp vote (rescale_if_moved): measured on the H200, the vote made the
+            // d64 tiles 5-7% and d128 causal 16k 2% slower (bench/results/attention-h200-2026-12-03-qrelease.md).
             softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
             for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
@@ -348,20 +363,23 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
           release(v_empty, n_tiles - 1);
         }
 
-        // ---- epilogue: O / l rounded to T through this warpgroup's rows of the Q tile (free once its last
-        // S = Q K^T completed), then 16-byte row stores: stores straight from the accumulator layout write 4
-        // bytes per thread 8 rows apart, and each waits on the previous one's registers (measured with ncu on
-        // the H200 at seqlen 1k: 38% of the warps' stall cycles); LSE of the rows this thread leads ----
+        // ---- epilogue: O / l rounded to T through this warpgroup's rows of the O staging tile (the Q tile
+        // when one block computes one item: free once its last S = Q K^T completed), then 16-byte row
+        // stores: stores straight from the accumulator layout write 4 bytes per thread 8 rows apart, and each
+        // waits on the previous one's registers (measured with ncu on the H200 at seqlen 1k: 38% of the
+        // warps' stall cycles); LSE of the rows this thread leads ----
         using rows = c_rows<o_layout>;
         float inv[rows::slots], lse[rows::slots];
         softmax.finish(0, inv, lse);
-        unsigned char* const qt = smem + L::q_off;
-        named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);  // every warp's last MMA read of Q is done
+        unsigned char* const ot = smem + L::o_off;
+        // Every warp's last MMA read of Q is done (O staged in Q), and every thread is past the previous
+        // item's reads of the staging tile (persistent grid).
+        named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);
 #pragma unroll
         for (int e = 0; e < o_layout::c_vals; e += 2) {
           const float f = inv[rows::slot(e)];
           const std::uint32_t two = pack2<T>(acc_o[0][0].v[e] * f, acc_o[0][0].v[e + 1] * f);
-          __builtin_memcpy(qt + q_tile::offset(row0 + o_layout::c_m(t, e), o_layout::c_n(t, e)), &two, sizeof two);
+          __builtin_memcpy(ot + q_tile::offset(row0 + o_layout::c_m(t, e), o_layout::c_n(t, e)), &two, sizeof two);
         }
         named_barrier::sync(attn_ws::epilogue_bar(c), warpgroup_threads);
         {
@@ -373,13 +391,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
             const int r = row0 + k / chunks, ch = k % chunks;
             if (br.m0 + r < br.sq)
               store_vec(o + std::int64_t{r} * p.o_row + ch * per,
-                        load_vec<per>(reinterpret_cast<const T*>(qt + q_tile::offset(r, ch * per))));
+                        load_vec<per>(reinterpret_cast<const T*>(ot + q_tile::offset(r, ch * per))));
           }
         }
-        // The Q tile is the producer's again (the next item's Q): each thread's staging writes ordered before
-        // the tensor copy's (async proxy) writes, then its arrival.
-        fence_proxy_async_shared();
-        mbarrier_arrive(q_empty);
         if (p.lse != nullptr && t % o_layout::c_row_lanes == 0) {
 #pragma unroll
           for (int e = 0; e < o_layout::c_vals; ++e) {
