@@ -5,6 +5,8 @@
 #include "dialect_kernels.hpp"
 
 #include <pk/backend/host/launch.hpp>
+#include <pk/portable/numeric.hpp>
+#include <pk/portable/swizzle.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -323,3 +325,27 @@ TEST(Launch, CodeOfAnotherTargetIsRefused) {
 
 }  // namespace
 }  // namespace pk::test
+
+// A kernel builds one descriptor per tile and adds swizzled_tile::k_major_step / mn_major_step per K step
+// (attention_ws.hpp): the sum must be the descriptor of that step, for every tile base a block can have.
+template <class Tile>
+void check_descriptor_steps() {
+  constexpr int kk_steps = Tile::cols / 16;
+  for (std::uint32_t base = 0; base + Tile::bytes <= Tile::max_window_bytes; base += Tile::alignment) {
+    for (int row0 = 0; row0 < Tile::rows; row0 += 64)
+      for (int kk = 0; kk < kk_steps; ++kk)
+        ASSERT_EQ(Tile::k_major_desc(base, row0, 0) + Tile::k_major_step(kk), Tile::k_major_desc(base, row0, kk))
+            << "base " << base << " row0 " << row0 << " kk " << kk;
+    for (int kk = 0; kk < Tile::rows / 16; ++kk)
+      ASSERT_EQ(Tile::mn_major_desc(base, 0) + Tile::mn_major_step(kk), Tile::mn_major_desc(base, kk))
+          << "base " << base << " kk " << kk;
+  }
+}
+
+TEST(SwizzledTile, StepsAddedToTheFirstDescriptorAreEachStepsDescriptor) {
+  check_descriptor_steps<pk::swizzled_tile<pk::bf16, 128, 64>>();
+  check_descriptor_steps<pk::swizzled_tile<pk::bf16, 192, 64>>();
+  check_descriptor_steps<pk::swizzled_tile<pk::bf16, 128, 128>>();
+  check_descriptor_steps<pk::swizzled_tile<pk::fp16, 80, 256>>();
+  check_descriptor_steps<pk::swizzled_tile<pk::bf16, 128, 256>>();
+}

@@ -84,6 +84,20 @@ struct swizzled_tile {
     const std::uint32_t a = base + static_cast<std::uint32_t>(kk * 16 * span);
     return mma_descriptor(a, panel_bytes, 8 * span, S);
   }
+
+  //! What k_major_desc(base, row0, kk) adds to k_major_desc(base, row0, 0), and mn_major_desc(base, kk) to
+  //! mn_major_desc(base, 0): the step's byte offset >> 4, in the start-address field (bits 0-13). A kernel
+  //! builds one descriptor per tile and adds a constant per K step instead of shifting and masking an address
+  //! for each MMA. Exact while base + offset < max_window_bytes: the field holds address >> 4 without a carry.
+  static constexpr std::uint32_t max_window_bytes = 1u << 18;
+  PK_HOST_DEVICE static constexpr std::uint64_t k_major_step(int kk) {
+    constexpr int k_step_bytes = 16 * static_cast<int>(sizeof(T));
+    const int c = kk * 16;
+    return static_cast<std::uint64_t>((c / span_elems) * panel_bytes + (c % span_elems) / 16 * k_step_bytes) >> 4;
+  }
+  PK_HOST_DEVICE static constexpr std::uint64_t mn_major_step(int kk) {
+    return static_cast<std::uint64_t>(kk * 16 * span) >> 4;
+  }
 };
 
 }  // namespace pk

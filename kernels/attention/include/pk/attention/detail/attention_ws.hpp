@@ -87,6 +87,8 @@ struct smem_layout {
   static_assert(kv_tile::bytes % q_tile::alignment == 0 && q_tile::bytes % q_tile::alignment == 0,
                 "tiles keep the swizzle alignment");
   static_assert(barriers * sizeof(mbarrier) <= attention::ws_barrier_bytes, "the planner's barrier allowance");
+  static_assert(bytes + attention::ws_align_slack <= static_cast<int>(q_tile::max_window_bytes),
+                "descriptors advance by adding to their address field (swizzled_tile::k_major_step)");
   static_assert(bytes + attention::ws_align_slack ==
                     attention::ws_smem_bytes(Persistent ? attention::wsp(BM, BN) : attention::ws(BM, BN), D, sizeof(T)) -
                         attention::ws_barrier_bytes +
@@ -274,22 +276,26 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
         };
         if (pingpong && c == 1 && turns > 0) named_barrier::arrive(attn_ws::turn_bar(0), 2 * warpgroup_threads);
 
+        // Operand descriptors: one per tile, advanced by a constant per K step (swizzled_tile::*_step).
+        const std::uint64_t q_desc = q_tile::k_major_desc(q_addr, row0, 0);
         const auto issue_qk = [&](wg_accum<BN>& acc, int i) {
           mbarrier_wait(&k_full[stage_of(i)], phase_of(i));
+          const std::uint64_t k_desc = kv_tile::k_major_desc(k_addr(i), 0, 0);
           wg_fence();
 #pragma unroll
           for (int kk = 0; kk < D / 16; ++kk)
-            wg_mma_ss<T, BN>(acc, q_tile::k_major_desc(q_addr, row0, kk), kv_tile::k_major_desc(k_addr(i), 0, kk), kk > 0);
+            wg_mma_ss<T, BN>(acc, q_desc + q_tile::k_major_step(kk), k_desc + kv_tile::k_major_step(kk), kk > 0);
           wg_commit();
         };
         std::uint32_t pa[BN / 16][4];  // P of the previous tile: the A operand of its P V
         const auto issue_pv = [&](int i) {
           mbarrier_wait(&v_full[stage_of(i)], phase_of(i));
+          const std::uint64_t v_desc = kv_tile::mn_major_desc(v_addr(i), 0);
           wg_fence_operand(acc_o[0][0]);
           wg_fence();
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk)
-            wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], kv_tile::mn_major_desc(v_addr(i), kk), true);
+            wg_mma_rs<T, D, /*B MN-major*/ true>(acc_o[0][0], pa[kk], v_desc + kv_tile::mn_major_step(kk), true);
           wg_commit();
         };
         const auto release = [&](mbarrier* empty, int i) {
