@@ -1,5 +1,6 @@
 // The portable dialect on every backend: shuffles, ballot, any/all, warp and block reductions,
 // barriers and shared memory; on the emulator also the planted divergence and deadlock reports.
+// Also the swizzled tiles' MMA descriptor arithmetic (host-side, no kernel).
 // References are computed here from CUDA's documented semantics, independently of the code under test.
 #include "../common/backends.hpp"
 #include "dialect_kernels.hpp"

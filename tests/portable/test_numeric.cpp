@@ -536,3 +536,21 @@ TEST(Portable_NumericTraits, ConstexprConversionsAvailable) {
 }
 
 }  // namespace
+
+// On a host compiler pk::fp16 converts through an out-of-line copy of the portable sequences (numeric.hpp), so
+// the typed tests above check those sequences, which the CUDA device uses for float -> fp16. This keeps the two
+// the same bits, NaN payloads included (the typed tests compare NaNs with the reference only as NaNs):
+// every fp16 pattern widened, and every float NaN (2^24 patterns) narrowed.
+TEST(Portable_NumericFp16, CompilerConversionsAreThePortableBits) {
+  for (std::uint32_t h = 0; h <= 0xffffu; ++h) {
+    const auto b = static_cast<std::uint16_t>(h);
+    ASSERT_EQ(bits_of_f(pk::detail::fp16_bits_to_float(b)), bits_of_f(pk::detail::fp16_bits_to_float_portable(b)))
+        << "fp16 0x" << std::hex << h;
+  }
+  for (std::uint32_t m = 1; m <= 0x7fffffu; ++m)
+    for (std::uint32_t s : {0u, 0x80000000u}) {
+      const float x = f_of_bits(s | 0x7f800000u | m);
+      ASSERT_EQ(pk::detail::float_to_fp16_bits(x), pk::detail::float_to_fp16_bits_portable(x))
+          << "float 0x" << std::hex << (s | 0x7f800000u | m);
+    }
+}

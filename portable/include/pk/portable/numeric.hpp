@@ -105,23 +105,8 @@ __device__ PK_FORCEINLINE float fp16_bits_to_float_hw(std::uint16_t h) noexcept 
 }
 #endif
 
-PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
-#if PK_COMPILER_CUDA
-  if (!__builtin_is_constant_evaluated()) {
-    NV_IF_TARGET(NV_IS_DEVICE, (return fp16_bits_to_float_hw(h);))
-  }
-#elif PK_COMPILER_HIP
-  // clang's _Float16 (v_cvt_f32_f16 on the GPU; the host pass converts in software): exact for every
-  // non-NaN value. A NaN gets the portable path's bits whatever the instruction does with its payload.
-  // The portable sequence instead made the fp16 kernels 3-4x larger than the bf16 ones on AMD (rows_f16:
-  // 58 s of clang-19 for gfx1100 against 14 s for rows_bf16).
-  if (!__builtin_is_constant_evaluated()) {
-    const float hw = static_cast<float>(__builtin_bit_cast(_Float16, h));
-    const std::uint32_t nan = (static_cast<std::uint32_t>(h & 0x8000u) << 16) | 0x7fc00000u |
-                              (static_cast<std::uint32_t>(h & 0x3ffu) << 13);
-    return (h & 0x7fffu) > 0x7c00u ? bit_cast<float>(nan) : hw;
-  }
-#endif
+//! The portable fp16 -> float sequence: exact; a NaN comes back quiet with its payload (cvt.f32.f16's bits).
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float_portable(std::uint16_t h) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exp = (h >> 10) & 0x1fu;
   const std::uint32_t man = h & 0x3ffu;
@@ -138,18 +123,11 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_fl
   return bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_fp16_bits(float f) noexcept {
+//! The portable float -> fp16 sequence: round to nearest even, subnormal results, overflow to inf; a NaN
+//! keeps its sign and top payload bits, made quiet.
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_fp16_bits_portable(float f) noexcept {
   const std::uint32_t u = bit_cast<std::uint32_t>(f);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
-#if PK_COMPILER_HIP
-  // clang's _Float16 conversion (v_cvt_f16_f32 on the GPU): round to nearest even with subnormal results
-  // and overflow to inf, the bits of the sequence below for every non-NaN float; a NaN's bits are selected.
-  if (!__builtin_is_constant_evaluated()) {
-    const std::uint16_t hw = __builtin_bit_cast(std::uint16_t, static_cast<_Float16>(f));
-    const std::uint16_t nan = static_cast<std::uint16_t>(sign | 0x7e00u | ((u >> 13) & 0x3ffu));
-    return f == f ? hw : nan;
-  }
-#endif
   std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) {
     // NaN: quiet (0x0200 = fp16 quiet bit), sign and top 9 payload bits kept.
@@ -180,6 +158,60 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
   const std::uint32_t half = 1u << (shift - 1u);
   r += (rem > half || (rem == half && (r & 1u))) ? 1u : 0u;  // may carry into 0x400 = min normal
   return static_cast<std::uint16_t>(sign | r);
+}
+
+#if !PK_COMPILER_GPU
+//! Host compilers (the emulator): the portable sequences out of line. Inlined at every load and store of the
+//! unrolled emulated kernels they made the fp16 instances 1.5x slower to compile than the bf16 ones under the
+//! sanitizers (rows_f16 for host_sm80 with clang-19: 93 s, 60 s with the sequences out of line). The
+//! compiler's _Float16 would do the same for compile time but is a soft-float library call on x86-64 without
+//! F16C: 30x slower in the exhaustive conversion tests.
+[[gnu::noinline]] inline float fp16_bits_to_float_outlined(std::uint16_t h) noexcept {
+  return fp16_bits_to_float_portable(h);
+}
+[[gnu::noinline]] inline std::uint16_t float_to_fp16_bits_outlined(float f) noexcept {
+  return float_to_fp16_bits_portable(f);
+}
+#endif
+
+// The conversions pk uses: the portable sequences' bits for every input, through the fastest path each
+// compiler has (tests/portable/test_numeric.cpp checks both exhaustively, and the GPU paths on the GPU).
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
+#if PK_COMPILER_CUDA
+  if (!__builtin_is_constant_evaluated()) {
+    NV_IF_TARGET(NV_IS_DEVICE, (return fp16_bits_to_float_hw(h);))
+  }
+#elif PK_COMPILER_HIP
+  // clang's _Float16 (v_cvt_f32_f16 on the GPU; the host pass converts in software): exact for every
+  // non-NaN value. A NaN gets the portable path's bits whatever the instruction does with its payload.
+  // The portable sequence instead made the fp16 kernels 3-4x larger than the bf16 ones on AMD (rows_f16:
+  // 58 s of clang-19 for gfx1100 against 14 s for rows_bf16).
+  if (!__builtin_is_constant_evaluated()) {
+    const float hw = static_cast<float>(__builtin_bit_cast(_Float16, h));
+    const std::uint32_t nan = (static_cast<std::uint32_t>(h & 0x8000u) << 16) | 0x7fc00000u |
+                              (static_cast<std::uint32_t>(h & 0x3ffu) << 13);
+    return (h & 0x7fffu) > 0x7c00u ? bit_cast<float>(nan) : hw;
+  }
+#else
+  if (!__builtin_is_constant_evaluated()) return fp16_bits_to_float_outlined(h);
+#endif
+  return fp16_bits_to_float_portable(h);
+}
+
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_fp16_bits(float f) noexcept {
+#if PK_COMPILER_HIP
+  // clang's _Float16 conversion (v_cvt_f16_f32 on the GPU): round to nearest even with subnormal results
+  // and overflow to inf, the bits of the portable sequence for every non-NaN float; a NaN's bits are selected.
+  if (!__builtin_is_constant_evaluated()) {
+    const std::uint32_t u = bit_cast<std::uint32_t>(f);
+    const std::uint16_t hw = __builtin_bit_cast(std::uint16_t, static_cast<_Float16>(f));
+    const std::uint16_t nan = static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
+    return f == f ? hw : nan;
+  }
+#elif !PK_COMPILER_GPU
+  if (!__builtin_is_constant_evaluated()) return float_to_fp16_bits_outlined(f);
+#endif
+  return float_to_fp16_bits_portable(f);
 }
 
 }  // namespace detail

@@ -356,7 +356,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
             wg_fence_operand(acc_o[0][0]);
             release(v_empty, i - 1);
             // Always, not behind a warp vote (rescale_if_moved): measured on the H200, the vote made the
-            // d64 tiles 5-7% and d128 causal 16k 2% slower (bench/results/attention-h200-2026-12-03-qrelease.md).
+            // d64 rows up to 8% and d128 causal 16k 2% slower (bench/results/attention-h200-2026-12-03-qrelease.md).
             softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
             for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
