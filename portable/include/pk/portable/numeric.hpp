@@ -162,10 +162,10 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 
 #if !PK_COMPILER_GPU
 //! Host compilers (the emulator): the portable sequences out of line. Inlined at every load and store of the
-//! unrolled emulated kernels they made the fp16 instances 1.5x slower to compile than the bf16 ones under the
-//! sanitizers (rows_f16 for host_sm80 with clang-19: 93 s, 60 s with the sequences out of line). The
-//! compiler's _Float16 would do the same for compile time but is a soft-float library call on x86-64 without
-//! F16C: 30x slower in the exhaustive conversion tests.
+//! unrolled emulated kernels they made the fp16 instances slow to compile under the sanitizers (rows_f16 for
+//! host_sm80 with clang-19: 93 s, 39 s with the sequences out of line; the 11 fp16 kernel TUs of host_sm80: 437 s
+//! of CPU, 329 s out of line). The compiler's _Float16 compiled rows_f16 in 60 s, and is a soft-float library
+//! call on x86-64 without F16C: 30x slower in the exhaustive conversion tests.
 [[gnu::noinline]] inline float fp16_bits_to_float_outlined(std::uint16_t h) noexcept {
   return fp16_bits_to_float_portable(h);
 }
