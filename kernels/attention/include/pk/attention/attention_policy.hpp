@@ -75,7 +75,7 @@ inline constexpr std::array<policy, 2> amd_large{{{64, 32, 128, 1}, {32, 32, 64,
 // 128x128 at d128 non-causal and 6% behind it causal at 16k, so it is not compiled (each candidate costs
 // compile time in every sm_90a build); at d256, 128x80 measured 1-6% ahead of 128x64.
 // Each tile at head_dim 64 and 128 comes as one block per work item (ws) and as a persistent grid (wsp):
-// measured on the H200, the persistent grid is 7-13% faster at seqlen 1k, 6% faster at d64 16k, and up to 14%
+// measured on the H200, the persistent grid is 6-13% faster at seqlen 1k, 6% faster at d64 16k, and up to 14%
 // slower on long causal rows (its static rounds; bench/results/attention-h200-2026-12-03-qrelease.md). Not at head_dim 256: its
 // item loop spilled 4-64 bytes at 240 registers (nvcc 13.0, sm_90a), and it was not measured.
 inline constexpr policy ws(int bm, int bn) { return {bm, bn, 128 * (1 + bm / 64), 2, strategy::ws_wgmma_tma}; }
