@@ -175,7 +175,8 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 #endif
 
 // The conversions pk uses: the portable sequences' bits for every input, through the fastest path each
-// compiler has (tests/portable/test_numeric.cpp checks both exhaustively, and the GPU paths on the GPU).
+// compiler has. tests/portable/test_numeric.cpp checks the sequences exhaustively through pk::fp16 on the host
+// (and that the host path is theirs for every NaN); test_numeric_gpu.cpp checks the CUDA paths on the GPU.
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
 #if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
