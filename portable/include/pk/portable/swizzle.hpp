@@ -73,15 +73,12 @@ struct swizzled_tile {
   //! Descriptor of the K-major operand made of rows [row0, row0 + mma rows) and K columns [16 kk, 16 kk + 16)
   //! (`base`: the tile's shared-window address; row0 a multiple of 8).
   PK_HOST_DEVICE static constexpr std::uint64_t k_major_desc(std::uint32_t base, int row0, int kk) {
-    constexpr int k_step_bytes = 16 * static_cast<int>(sizeof(T));
-    const int c = kk * 16;
-    const std::uint32_t a = base + static_cast<std::uint32_t>((c / span_elems) * panel_bytes + row0 * span +
-                                                              (c % span_elems) / 16 * k_step_bytes);
+    const std::uint32_t a = base + static_cast<std::uint32_t>(row0 * span + k_major_offset(kk));
     return mma_descriptor(a, /*lbo: unused by swizzled K-major layouts*/ 16, 8 * span, S);
   }
   //! Descriptor of the MN-major operand of K rows [16 kk, 16 kk + 16) and every column (N) of the tile.
   PK_HOST_DEVICE static constexpr std::uint64_t mn_major_desc(std::uint32_t base, int kk) {
-    const std::uint32_t a = base + static_cast<std::uint32_t>(kk * 16 * span);
+    const std::uint32_t a = base + static_cast<std::uint32_t>(mn_major_offset(kk));
     return mma_descriptor(a, panel_bytes, 8 * span, S);
   }
 
@@ -91,13 +88,20 @@ struct swizzled_tile {
   //! for each MMA. Exact while base + offset < max_window_bytes: the field holds address >> 4 without a carry.
   static constexpr std::uint32_t max_window_bytes = 1u << 18;
   PK_HOST_DEVICE static constexpr std::uint64_t k_major_step(int kk) {
-    constexpr int k_step_bytes = 16 * static_cast<int>(sizeof(T));
-    const int c = kk * 16;
-    return static_cast<std::uint64_t>((c / span_elems) * panel_bytes + (c % span_elems) / 16 * k_step_bytes) >> 4;
+    return static_cast<std::uint64_t>(k_major_offset(kk)) >> 4;
   }
   PK_HOST_DEVICE static constexpr std::uint64_t mn_major_step(int kk) {
-    return static_cast<std::uint64_t>(kk * 16 * span) >> 4;
+    return static_cast<std::uint64_t>(mn_major_offset(kk)) >> 4;
   }
+
+ private:
+  //! Byte offset of K step kk (16 columns) from the tile's row: its panel, then 16 elements per step inside it.
+  PK_HOST_DEVICE static constexpr int k_major_offset(int kk) {
+    const int c = kk * 16;
+    return (c / span_elems) * panel_bytes + (c % span_elems) * static_cast<int>(sizeof(T));
+  }
+  //! Byte offset of K step kk (16 rows) of an MN-major tile.
+  PK_HOST_DEVICE static constexpr int mn_major_offset(int kk) { return kk * 16 * span; }
 };
 
 }  // namespace pk
