@@ -217,7 +217,8 @@ attention_plan plan(const archdb::device_desc& device, const attention_problem& 
           << ws_tile.value << " us hand-offs, " << ws_wave.value << " us a wave (" << share.origin() << "); ";
       if (p.persistent) {
         // One block per SM deals the items out in rounds: the busiest block sets the time, and an item's
-        // fixed cost is its epilogue and its first loads (they wait for the Q tile, where O is staged).
+        // fixed cost is its pipeline fill and drain (the first S with no P V beside it, the last P V, the
+        // epilogue); the next item's Q loads under them.
         const std::int64_t grid = std::min<std::int64_t>(blocks, std::max(1, device.sm_count));
         const int l2_group = l2_group_of(device.l2_bytes, pr.seqlen_k, pr.head_dim, eb, std::max(1, pr.heads_q / std::max(1, pr.heads_kv)),
                                          std::int64_t{pr.heads_q} * pr.batch);
