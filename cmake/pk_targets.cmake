@@ -199,7 +199,11 @@ function(pk_target_sources tgt)
   endif()
   foreach(src IN LISTS A_UNPARSED_ARGUMENTS)
     get_filename_component(abs "${src}" ABSOLUTE)
-    set_property(GLOBAL APPEND PROPERTY PK_DEVICE_TUS "${tgt}|${abs}")
+    if(A_PLAIN)
+      set_property(GLOBAL APPEND PROPERTY PK_DEVICE_TUS "${tgt}|plain=${abs}")
+    else()
+      set_property(GLOBAL APPEND PROPERTY PK_DEVICE_TUS "${tgt}|${abs}")
+    endif()
     get_filename_component(stem "${src}" NAME_WE)
     set(wrappers "")
     foreach(a IN LISTS PK_HOST_ARCHS)
@@ -232,8 +236,8 @@ function(pk_target_sources tgt)
 endfunction()
 
 # Writes <build>/pk_matrix/<target>.manifest for every target with per-target sources: the device
-# translation units and their include directories. .ci/compile_matrix.sh compiles each one for every
-# CUDA and HIP arch (device-only, with resource reports) from these manifests.
+# translation units (a PLAIN one as `plain=<path>`) and their include directories. .ci/compile_matrix.sh
+# compiles each one for every CUDA and HIP arch (device-only, with resource reports) from these manifests.
 function(pk_write_matrix_manifests)
   get_property(tus GLOBAL PROPERTY PK_DEVICE_TUS)
   set(tgts "")
