@@ -3,7 +3,8 @@
 // selected) gives the same bits as numeric.hpp's portable conversion the host runs, over every float
 // whose bits are a multiple of 97 (44 million inputs across every exponent), every 16-bit value's rounding
 // midpoint and its two neighbours, and the edges (zeros, subnormals, overflow, infinities, NaNs of both
-// signs and payloads).
+// signs and payloads). The pairwise forms of the row kernels (to_storage_x2, from_storage_x2) are checked
+// the same way.
 #include <pk/config.hpp>
 #include <pk/portable/numeric.hpp>
 
@@ -25,6 +26,29 @@ __global__ void convert_kernel(const std::uint32_t* in, std::uint16_t* bf, std::
   const float f = pk::detail::bit_cast<float>(in[i]);
   bf[i] = pk::to_storage<pk::bf16>(f).bits;
   hf[i] = pk::to_storage<pk::fp16>(f).bits;
+}
+
+//! The partner of input i in a pair: half the inputs away, so that NaNs meet finite values and each other.
+__host__ __device__ std::size_t partner(std::size_t i, std::size_t n) { return (i + n / 2) % n; }
+
+//! The pairwise conversions of the row kernels: to_storage_x2 of (in[i], in[partner]) and from_storage_x2 of
+//! in[i] read as two packed 16-bit values (its float bits, low half then high half).
+__global__ void convert_x2_kernel(const std::uint32_t* in, std::uint32_t* bf2, std::uint32_t* hf2, std::uint32_t* bfw,
+                                  std::uint32_t* hfw, std::uint32_t* hfs, std::size_t n) {
+  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  const float lo = pk::detail::bit_cast<float>(in[i]), hi = pk::detail::bit_cast<float>(in[partner(i, n)]);
+  bf2[i] = pk::to_storage_x2<pk::bf16>(lo, hi);
+  hf2[i] = pk::to_storage_x2<pk::fp16>(lo, hi);
+  float a = 0, b = 0;
+  pk::from_storage_x2<pk::bf16>(in[i], a, b);
+  bfw[2 * i] = pk::detail::bit_cast<std::uint32_t>(a);
+  bfw[2 * i + 1] = pk::detail::bit_cast<std::uint32_t>(b);
+  pk::from_storage_x2<pk::fp16>(in[i], a, b);
+  hfw[2 * i] = pk::detail::bit_cast<std::uint32_t>(a);
+  hfw[2 * i + 1] = pk::detail::bit_cast<std::uint32_t>(b);
+  // The scalar conversion of the low half, as a kernel converting one element at a time has it.
+  hfs[i] = pk::detail::bit_cast<std::uint32_t>(static_cast<float>(pk::fp16::from_bits(static_cast<std::uint16_t>(in[i]))));
 }
 
 std::vector<std::uint32_t> inputs() {
@@ -76,6 +100,56 @@ TEST(NumericGpu, SixteenBitConversionsMatchThePortablePath) {
   cudaFree(din);
   cudaFree(dbf);
   cudaFree(dhf);
+}
+
+TEST(NumericGpu, PairConversionsMatchThePortablePath) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device: GPU conversions skipped";
+  const std::vector<std::uint32_t> in = inputs();
+  const std::size_t n = in.size();
+  std::uint32_t *din = nullptr, *dbf2 = nullptr, *dhf2 = nullptr, *dbfw = nullptr, *dhfw = nullptr, *dhfs = nullptr;
+  ASSERT_EQ(cudaMalloc(&din, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dbf2, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dhf2, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dbfw, n * 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dhfw, n * 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dhfs, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(din, in.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  // Poisoned outputs: a value the kernel failed to write cannot pass.
+  ASSERT_EQ(cudaMemset(dbf2, 0xA5, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dhf2, 0xA5, n * 4), cudaSuccess);
+  convert_x2_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(din, dbf2, dhf2, dbfw, dhfw, dhfs, n);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::uint32_t> bf2(n), hf2(n), bfw(2 * n), hfw(2 * n), hfs(n);
+  ASSERT_EQ(cudaMemcpy(bf2.data(), dbf2, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(hf2.data(), dhf2, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(bfw.data(), dbfw, n * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(hfw.data(), dhfw, n * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(hfs.data(), dhfs, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::size_t bad = 0;
+  const auto check = [&](const char* what, std::uint32_t input, std::uint32_t got, std::uint32_t want) {
+    if (got != want && bad++ < 8) ADD_FAILURE() << std::hex << what << " of 0x" << input << ": GPU 0x" << got << ", host 0x" << want;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const float lo = pk::detail::bit_cast<float>(in[i]), hi = pk::detail::bit_cast<float>(in[partner(i, n)]);
+    check("bf16 pair", in[i], bf2[i],
+          std::uint32_t{pk::detail::float_to_bf16_bits(lo)} | std::uint32_t{pk::detail::float_to_bf16_bits(hi)} << 16);
+    check("fp16 pair", in[i], hf2[i],
+          std::uint32_t{pk::detail::float_to_fp16_bits(lo)} | std::uint32_t{pk::detail::float_to_fp16_bits(hi)} << 16);
+    const auto lo16 = static_cast<std::uint16_t>(in[i] & 0xffffu), hi16 = static_cast<std::uint16_t>(in[i] >> 16);
+    check("bf16 widen lo", in[i], bfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(lo16)));
+    check("bf16 widen hi", in[i], bfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(hi16)));
+    check("fp16 widen lo", in[i], hfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(lo16)));
+    check("fp16 widen hi", in[i], hfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(hi16)));
+    check("fp16 scalar widen", in[i], hfs[i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(lo16)));
+  }
+  EXPECT_EQ(bad, 0u);
+  cudaFree(din);
+  cudaFree(dbf2);
+  cudaFree(dhf2);
+  cudaFree(dbfw);
+  cudaFree(dhfw);
+  cudaFree(dhfs);
 }
 
 }  // namespace

@@ -94,9 +94,11 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 // ---- fp16 (IEEE binary16) <-> float. ----
 
 #if PK_COMPILER_CUDA
-//! The hardware conversion (exact, NaN quieted with the payload kept: the same bits as the portable
-//! path below, checked for all 65536 inputs on an H200). The portable path costs ~15 integer
-//! instructions per element, which made fp16 reductions compute-bound (0.59x CUB at 2^28 on the H200,
+//! The hardware conversion: exact for every non-NaN value. A NaN's bits depend on the instruction ptxas
+//! picks: F2F keeps the payload, the paired form (HADD2.F32, chosen when both halves of a word convert)
+//! returns the canonical 0x7fffffff (H200, tests/portable/test_numeric_gpu.cpp), so fp16_bits_to_float
+//! takes a NaN through the portable path. The portable path costs ~15 integer instructions per element,
+//! which made fp16 reductions compute-bound (0.59x CUB at 2^28 on the H200,
 //! bench/results/reduction-h200-2026-11-30.md).
 __device__ PK_FORCEINLINE float fp16_bits_to_float_hw(std::uint16_t h) noexcept {
   float f;
@@ -180,7 +182,7 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
 #if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
-    NV_IF_TARGET(NV_IS_DEVICE, (return fp16_bits_to_float_hw(h);))
+    NV_IF_TARGET(NV_IS_DEVICE, (const float f = fp16_bits_to_float_hw(h); if (f == f) return f;))
   }
 #elif PK_COMPILER_HIP
   // clang's _Float16 (v_cvt_f32_f16 on the GPU; the host pass converts in software): exact for every

@@ -139,6 +139,17 @@ struct warp {
     }
     return shfl(v, 0, s);
   }
+  //! Reduction of `v` over the logical warp with an associative and commutative `op` (a sum, a maximum)
+  //! when `width` is a power of two: an xor butterfly, log2(width) shuffles and ops. Every lane ends with
+  //! the same bits (each step combines the same two values on both lanes of a pair, and op(a, b) ==
+  //! op(b, a)); reduce() issues about twice the instructions (a lane test a step and the broadcast).
+  template <class T, class Op>
+  PK_DEVICE static T all_reduce_commutative(T v, Op op, impl::site s = impl::site::current("warp all_reduce")) {
+    static_assert(width == segment, "the butterfly needs a power-of-two logical warp (reduce() takes any width)");
+#pragma unroll
+    for (int o = segment / 2; o >= 1; o /= 2) v = op(v, shfl_xor(v, o, s));
+    return v;
+  }
 };
 
 PK_DETAIL_TARGET_END

@@ -21,6 +21,8 @@
 #include <pk/reduction/detail/segment_agent.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
@@ -65,6 +67,18 @@ PK_DEVICE PK_FORCEINLINE A acc_rsqrt(A x) {
     return 1.0f / ::sqrtf(x);
   } else {
     return 1.0 / ::sqrt(x);
+  }
+}
+
+//! The larger of m and v, a NaN v ignored (m is never NaN here): one max instruction (CUDA FMNMX, AMD
+//! v_max), where `v > m ? v : m` is a compare and a select (H200 SASS of the 16-bit softmax: 3.4 of its 26
+//! instructions an element).
+template <class A>
+PK_DEVICE PK_FORCEINLINE A max_num(A m, A v) {
+  if constexpr (sizeof(A) == 4) {
+    return ::fmaxf(m, v);
+  } else {
+    return ::fmax(m, v);
   }
 }
 
@@ -212,16 +226,18 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
     state_t st;
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       st = softmax_state<A>{ninf, A(0)};
+      // A batch (one vector) at a time: its maximum, one rescale of the sum when it moves, then the
+      // batch's terms against the new maximum (shifted by 0 while it is -inf: exp(-inf) = 0, a NaN stays
+      // NaN), instead of a compare and branch per element.
       row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) {
-        for (int e = 0; e < count; ++e) {
-          const A v = a[e];
-          if (v > st.m) {
-            st.s = st.s * term_exp<T>(st.m - v) + A(1);
-            st.m = v;
-          } else if (v != ninf) {
-            st.s += term_exp<T>(v - st.m);  // NaN stays NaN
-          }
+        A bm = st.m;
+        for (int e = 0; e < count; ++e) bm = max_num(bm, a[e]);
+        if (bm > st.m) {
+          st.s = st.m == ninf ? st.s : st.s * term_exp<T>(st.m - bm);
+          st.m = bm;
         }
+        const A shift = st.m == ninf ? A(0) : st.m;
+        for (int e = 0; e < count; ++e) st.s += term_exp<T>(a[e] - shift);
       });
     } else if constexpr (K == row_kind::rms_norm) {
       st = A(0);
@@ -289,43 +305,78 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
   }
 }
 
-//! A row held in the registers of a group of G threads: thread t holds vectors k = 0..R-1 of V elements
-//! at (k G + t) V .. (k G + t) V + V - 1 (the group reads vector k side by side: coalesced). Rows of up
-//! to G R V elements; in-row indices are int (at most G R V, a few ten thousand).
-template <int G, int R, class T>
+//! A row held in the registers of a group of G threads, converted to the accumulator type A once: thread t
+//! holds vectors k = 0..R-1 of V elements at (k G + t) V .. (k G + t) V + V - 1 (the group reads vector k
+//! side by side: coalesced). Rows of up to G R V elements; in-row indices are int (at most G R V, a few ten
+//! thousand). Holding A rather than T costs 16-bit rows twice the registers for the values and saves a
+//! conversion per element and pass (H200 SASS of the 16-bit softmax: 6 of 26 instructions an element were
+//! conversions); each pass's results can be kept in place (softmax's exponentials).
+template <int G, int R, class T, class A>
 struct held_row {
   static constexpr int V = static_cast<int>(16 / sizeof(T));
-  vec<T, V> v[R];
+  //! 16-bit elements with fp32 accumulators convert two at a time (from_storage_x2, to_storage_x2).
+  static constexpr bool packed = sizeof(T) == 2 && std::is_same_v<A, float>;
+  A a[R][V];
 
   PK_DEVICE static PK_FORCEINLINE int first(int k, int t) { return (k * G + t) * V; }
+  //! out[e] = A(v[e]).
+  PK_DEVICE static PK_FORCEINLINE void widen(const vec<T, V>& v, A (&out)[V]) {
+    if constexpr (packed) {
+      const auto w = ::pk::detail::bit_cast<vec<std::uint32_t, V / 2>>(v);
+#pragma unroll
+      for (int e = 0; e < V; e += 2) from_storage_x2<T>(w[e / 2], out[e], out[e + 1]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = static_cast<A>(v[e]);
+    }
+  }
 
   //! Loads x[0, len): 16-byte vectors when `vectors` (x 16-byte aligned), else V element loads per slot.
-  //! Slots past len hold 0 and are never used.
-  PK_DEVICE PK_FORCEINLINE void load(const T* x, int len, int t, bool vectors) {
+  //! Slots past len hold `pad`, chosen so that a pass over every slot (each_slot, apply) is the pass over
+  //! the row: -inf for softmax's maximum and exponentials, 0 for a sum of squares.
+  PK_DEVICE PK_FORCEINLINE void load(const T* x, int len, int t, bool vectors, A pad) {
 #pragma unroll
     for (int k = 0; k < R; ++k) {
       const int j0 = first(k, t);
       if (vectors && j0 + V <= len) {
-        v[k] = load_vec<V>(x + j0);
+        widen(load_vec<V>(x + j0), a[k]);
       } else {
 #pragma unroll
-        for (int e = 0; e < V; ++e) v[k][e] = j0 + e < len ? x[j0 + e] : T(0);
+        for (int e = 0; e < V; ++e) a[k][e] = j0 + e < len ? static_cast<A>(x[j0 + e]) : pad;
       }
     }
   }
+  //! f(value) for every slot, the padding included.
+  template <class F>
+  PK_DEVICE PK_FORCEINLINE void each_slot(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) f(a[k][e]);
+    }
+  }
+  //! value = g(value) for every slot, the padding included.
+  template <class F>
+  PK_DEVICE PK_FORCEINLINE void apply(F&& g) {
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) a[k][e] = g(a[k][e]);
+    }
+  }
   //! f(value) for every element of the row the thread holds (whole vectors without per-element checks).
-  template <class A, class F>
+  template <class F>
   PK_DEVICE PK_FORCEINLINE void each(int len, int t, F&& f) const {
 #pragma unroll
     for (int k = 0; k < R; ++k) {
       const int j0 = first(k, t);
       if (j0 + V <= len) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) f(static_cast<A>(v[k][e]));
+        for (int e = 0; e < V; ++e) f(a[k][e]);
       } else if (j0 < len) {
 #pragma unroll
         for (int e = 0; e < V; ++e)
-          if (j0 + e < len) f(static_cast<A>(v[k][e]));
+          if (j0 + e < len) f(a[k][e]);
       }
     }
   }
@@ -346,29 +397,40 @@ struct held_row {
       }
     }
   }
-  //! y[j] = T(g(A(x[j]), A(w[j]), A(b[j]))) over the thread's elements; w and b are read only when
-  //! HasW / HasB (else 1 and 0 are passed). Vectors when `vectors` (y, w and b 16-byte aligned).
-  template <class A, bool HasW, bool HasB, class F>
+  //! y[j] = T(g(value, A(w[j]), A(b[j]))) over the thread's elements; w and b are read only when HasW /
+  //! HasB (else 1 and 0 are passed). Vectors when `vectors` (y, w and b 16-byte aligned).
+  template <bool HasW, bool HasB, class F>
   PK_DEVICE PK_FORCEINLINE void store(T* y, const T* w, const T* b, int len, int t, bool vectors, F&& g) const {
 #pragma unroll
     for (int k = 0; k < R; ++k) {
       const int j0 = first(k, t);
       if (vectors && j0 + V <= len) {
-        vec<T, V> wv{}, bv{}, out;
-        if constexpr (HasW) wv = load_vec<V>(w + j0);
-        if constexpr (HasB) bv = load_vec<V>(b + j0);
+        A wa[V], ba[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e)
-          out[e] = to_storage<T>(g(static_cast<A>(v[k][e]), HasW ? static_cast<A>(wv[e]) : A(1),
-                                    HasB ? static_cast<A>(bv[e]) : A(0)));
+        for (int e = 0; e < V; ++e) {
+          wa[e] = A(1);
+          ba[e] = A(0);
+        }
+        if constexpr (HasW) widen(load_vec<V>(w + j0), wa);
+        if constexpr (HasB) widen(load_vec<V>(b + j0), ba);
+        vec<T, V> out;
+        if constexpr (packed) {
+          vec<std::uint32_t, V / 2> o;
+#pragma unroll
+          for (int e = 0; e < V; e += 2)
+            o[e / 2] = to_storage_x2<T>(g(a[k][e], wa[e], ba[e]), g(a[k][e + 1], wa[e + 1], ba[e + 1]));
+          out = ::pk::detail::bit_cast<vec<T, V>>(o);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(a[k][e], wa[e], ba[e]));
+        }
         store_vec<V>(y + j0, out);
       } else if (j0 < len) {
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           const int j = j0 + e;
           if (j < len)
-            y[j] = to_storage<T>(g(static_cast<A>(v[k][e]), HasW ? static_cast<A>(w[j]) : A(1),
-                                    HasB ? static_cast<A>(b[j]) : A(0)));
+            y[j] = to_storage<T>(g(a[k][e], HasW ? static_cast<A>(w[j]) : A(1), HasB ? static_cast<A>(b[j]) : A(0)));
         }
       }
     }
@@ -378,7 +440,7 @@ struct held_row {
 struct max_op {
   template <class A>
   PK_DEVICE A operator()(const A& a, const A& b) const {
-    return a < b ? b : a;
+    return max_num(a, b);  // neither is NaN (max_num drops NaN elements): max_num(a, b) == max_num(b, a)
   }
 };
 
@@ -416,56 +478,72 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
     const int len = live ? static_cast<int>(c.cols) : 0;
     const T* x = static_cast<const T*>(c.x) + (live ? row * c.x_stride : 0);
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
-    held_row<G, R, T> h;
-    h.load(x, len, t, c.vectors);
+    held_row<G, R, T, A> h;
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       // The maximum (NaN ignored), then the sum of exp(x - max) shifted by 0 for a row of -inf (so a -inf
       // gives exp(-inf) = 0): a NaN anywhere makes the sum NaN. The row is NaN when the sum is NaN or the
-      // maximum is +inf; all -inf (the maximum stays -inf, the sum 0) gives 0 (log_softmax: -inf).
+      // maximum is +inf; all -inf (the maximum stays -inf, the sum 0) gives 0 (log_softmax: -inf). The
+      // padding is -inf: neither moves the maximum nor adds to the sum.
+      h.load(x, len, t, c.vectors, ninf);
       A m = ninf;
-      h.template each<A>(len, t, [&](A v) { m = v > m ? v : m; });
-      m = max_r::all_reduce(m, max_op{}, storage);
+      h.each_slot([&](A v) { m = max_num(m, v); });
+      m = max_r::all_reduce_commutative(m, max_op{}, storage);
       const A shift = m == ninf ? A(0) : m;
       A s = 0;
-      h.template each<A>(len, t, [&](A v) { s += term_exp<T>(v - shift); });
-      s = sum_r::all_reduce(s, plus_op{}, storage);
+      if constexpr (K == row_kind::softmax) {
+        // Each exponential is kept in place for the output.
+        h.apply([&](A v) {
+          const A e = term_exp<T>(v - shift);
+          s += e;
+          return e;
+        });
+      } else {
+        h.each_slot([&](A v) { s += term_exp<T>(v - shift); });
+      }
+      s = sum_r::all_reduce_commutative(s, plus_op{}, storage);
       if (live) {
         const bool nan_row = s != s || m == inf, empty = m == ninf;
         if (nan_row || empty) {
           h.fill(y, len, t, c.vectors, static_cast<T>(nan_row ? nan : K == row_kind::softmax ? A(0) : ninf));
         } else if constexpr (K == row_kind::softmax) {
           const A inv = A(1) / s;
-          h.template store<A, false, false>(y, w, bias, len, t, c.vectors,
-                                            [m, inv](A v, A, A) { return term_exp<T>(v - m) * inv; });
+          h.template store<false, false>(y, w, bias, len, t, c.vectors, [inv](A e, A, A) { return e * inv; });
         } else {
           const A lse = m + acc_log(s);
-          h.template store<A, false, false>(y, w, bias, len, t, c.vectors, [lse](A v, A, A) { return v - lse; });
+          h.template store<false, false>(y, w, bias, len, t, c.vectors, [lse](A v, A, A) { return v - lse; });
         }
       }
     } else if constexpr (K == row_kind::rms_norm) {
+      h.load(x, len, t, c.vectors, A(0));  // the padding adds 0 to the sum of squares
       A ss = 0;
-      h.template each<A>(len, t, [&](A v) { ss += v * v; });
-      ss = sum_r::all_reduce(ss, plus_op{}, storage);
+      h.each_slot([&](A v) { ss += v * v; });
+      ss = sum_r::all_reduce_commutative(ss, plus_op{}, storage);
       const A rstd = acc_rsqrt(ss / cols + static_cast<A>(c.eps));
       if (live) {
         if (rstd == inf) {
           // eps = 0 and a zero row: x = 0 gives 0 (not 0 * inf).
-          h.template store<A, true, false>(y, w, bias, len, t, c.vectors,
-                                           [rstd](A v, A wj, A) { return (v == A(0) ? A(0) : v * rstd) * wj; });
+          h.template store<true, false>(y, w, bias, len, t, c.vectors,
+                                        [rstd](A v, A wj, A) { return (v == A(0) ? A(0) : v * rstd) * wj; });
         } else {
-          h.template store<A, true, false>(y, w, bias, len, t, c.vectors, [rstd](A v, A wj, A) { return v * rstd * wj; });
+          h.template store<true, false>(y, w, bias, len, t, c.vectors, [rstd](A v, A wj, A) { return v * rstd * wj; });
         }
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
       }
     } else {
-      // Statistics of x - k, k the row's first element (read by every thread of the group).
+      // Statistics of x - k, k the row's first element (read by every thread of the group), held in place
+      // of x: the padding (k) becomes 0 and adds nothing to the mean; the squared deviations skip it.
       const A k = len > 0 ? static_cast<A>(x[0]) : A(0);
+      h.load(x, len, t, c.vectors, k);
       A s1 = 0;
-      h.template each<A>(len, t, [&](A v) { s1 += v - k; });
-      const A ms = sum_r::all_reduce(s1, plus_op{}, storage) / cols;
+      h.apply([&](A v) {
+        const A d = v - k;
+        s1 += d;
+        return d;
+      });
+      const A ms = sum_r::all_reduce_commutative(s1, plus_op{}, storage) / cols;
       A s2 = 0;
-      h.template each<A>(len, t, [&](A v) { s2 += ((v - k) - ms) * ((v - k) - ms); });
-      s2 = sum_r::all_reduce(s2, plus_op{}, storage);
+      h.each(len, t, [&](A d) { s2 += (d - ms) * (d - ms); });
+      s2 = sum_r::all_reduce_commutative(s2, plus_op{}, storage);
       if (live) {
         if constexpr (K == row_kind::layer_norm) {
           // A NaN or an infinity in the row makes the shifted mean non-finite: mean, rstd and y are NaN.
@@ -476,18 +554,18 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
           // case that needs the test).
           const auto run = [&](auto norm) {
             if (bias != nullptr) {
-              h.template store<A, true, true>(y, w, bias, len, t, c.vectors, norm);
+              h.template store<true, true>(y, w, bias, len, t, c.vectors, norm);
             } else {
-              h.template store<A, true, false>(y, w, bias, len, t, c.vectors, norm);
+              h.template store<true, false>(y, w, bias, len, t, c.vectors, norm);
             }
           };
           if (rstd == inf) {
-            run([=](A v, A wj, A bj) {
-              const A d = (v - k) - msf;
-              return (d == A(0) ? A(0) : d * rstd) * wj + bj;
+            run([=](A d, A wj, A bj) {
+              const A c0 = d - msf;
+              return (c0 == A(0) ? A(0) : c0 * rstd) * wj + bj;
             });
           } else {
-            run([=](A v, A wj, A bj) { return ((v - k) - msf) * rstd * wj + bj; });
+            run([=](A d, A wj, A bj) { return (d - msf) * rstd * wj + bj; });
           }
           if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + msf);
           if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);

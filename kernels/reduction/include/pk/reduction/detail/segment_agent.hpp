@@ -92,6 +92,19 @@ struct group_reducer {
       return warp<G>::reduce(v, op);
     }
   }
+  //! all_reduce for an op with op(a, b) == op(b, a) bit for bit (sums, maxima): a logical warp of a power
+  //! of two lanes reduces by an xor butterfly (warp::all_reduce_commutative).
+  PK_DEVICE static Acc all_reduce_commutative(Acc v, Op op, temp_storage& tmp) {
+    if constexpr (G == B && B > 32) {
+      return block_t(tmp).all_reduce(v, op);
+    } else if constexpr (warp<G>::width == warp<G>::segment) {
+      (void)tmp;
+      return warp<G>::all_reduce_commutative(v, op);
+    } else {
+      (void)tmp;
+      return warp<G>::reduce(v, op);
+    }
+  }
 };
 
 template <int B, int G, int U, class T, class Acc, class Out, class Op, class Load, class Fin>
