@@ -118,6 +118,9 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
   // Poisoned outputs: a value the kernel failed to write cannot pass.
   ASSERT_EQ(cudaMemset(dbf2, 0xA5, n * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(dhf2, 0xA5, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dbfw, 0xA5, n * 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dhfw, 0xA5, n * 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dhfs, 0xA5, n * 4), cudaSuccess);
   convert_x2_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(din, dbf2, dhf2, dbfw, dhfw, dhfs, n);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint32_t> bf2(n), hf2(n), bfw(2 * n), hfw(2 * n), hfs(n);

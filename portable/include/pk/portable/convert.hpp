@@ -72,8 +72,8 @@ PK_DEVICE PK_FORCEINLINE std::uint32_t to_storage_x2(float lo, float hi) {
 
 //! The two 16-bit values packed in w (bits 0-15, bits 16-31) as floats, the bits of T's conversion: for bf16
 //! a shift and a mask (exact, NaN payloads included), where converting each element of a vector on its own
-//! took a byte permute and a multiply for the high half (H200 SASS); fp16 converts each half (CUDA: the
-//! hardware pair, and the portable sequence for both when either is NaN).
+//! took a byte permute and a multiply for the high half (H200 SASS); fp16 converts each half
+//! (fp16_bits_to_float: the hardware conversion, a NaN through the portable sequence).
 template <class T>
 PK_DEVICE PK_FORCEINLINE void from_storage_x2(std::uint32_t w, float& lo, float& hi) {
   static_assert(sizeof(T) == 2, "from_storage_x2 unpacks 16-bit storage types");
@@ -81,11 +81,6 @@ PK_DEVICE PK_FORCEINLINE void from_storage_x2(std::uint32_t w, float& lo, float&
     lo = ::pk::detail::bit_cast<float>(w << 16);
     hi = ::pk::detail::bit_cast<float>(w & 0xffff0000u);
   } else {
-#if defined(PK_DETAIL_BACKEND_CUDA)
-    lo = ::pk::detail::fp16_bits_to_float_hw(static_cast<std::uint16_t>(w & 0xffffu));
-    hi = ::pk::detail::fp16_bits_to_float_hw(static_cast<std::uint16_t>(w >> 16));
-    if (!(lo != lo || hi != hi)) return;
-#endif
     lo = static_cast<float>(T::from_bits(static_cast<std::uint16_t>(w & 0xffffu)));
     hi = static_cast<float>(T::from_bits(static_cast<std::uint16_t>(w >> 16)));
   }
