@@ -538,9 +538,9 @@ TEST(Portable_NumericTraits, ConstexprConversionsAvailable) {
 }  // namespace
 
 // On a host compiler pk::fp16 converts through an out-of-line copy of the portable sequences (numeric.hpp), so
-// the typed tests above check those sequences, which the CUDA device uses for float -> fp16. This keeps the two
-// the same bits, NaN payloads included (the typed tests compare NaNs with the reference only as NaNs):
-// every fp16 pattern widened, and every float NaN (2^24 patterns) narrowed.
+// the typed tests above check those sequences, which define the bits of every path. This keeps the two the same
+// bits, NaN payloads included (the typed tests compare NaNs with the reference only as NaNs): every fp16 pattern
+// widened, and every float NaN (2^24 patterns) narrowed.
 TEST(Portable_NumericFp16, CompilerConversionsAreThePortableBits) {
   for (std::uint32_t h = 0; h <= 0xffffu; ++h) {
     const auto b = static_cast<std::uint16_t>(h);
@@ -552,5 +552,24 @@ TEST(Portable_NumericFp16, CompilerConversionsAreThePortableBits) {
       const float x = f_of_bits(s | 0x7f800000u | m);
       ASSERT_EQ(pk::detail::float_to_fp16_bits(x), pk::detail::float_to_fp16_bits_portable(x))
           << "float 0x" << std::hex << (s | 0x7f800000u | m);
+    }
+}
+
+// The GPU paths (numeric.hpp) convert with the hardware instruction and select a NaN's bits with bf16_nan_bits,
+// fp16_nan_bits and fp16_nan_to_float_bits (the instruction's non-NaN results are compared with the portable
+// sequences on the GPU by test_numeric_gpu.cpp). Those selections are the portable sequences' NaN bits for
+// every NaN: each fp16 NaN widened, each float NaN narrowed to bf16 and to fp16.
+TEST(Portable_Numeric, GpuNanSelectionsAreThePortableBits) {
+  for (std::uint32_t h = 0; h <= 0xffffu; ++h) {
+    if ((h & 0x7fffu) <= 0x7c00u) continue;
+    const auto b = static_cast<std::uint16_t>(h);
+    ASSERT_EQ(pk::detail::fp16_nan_to_float_bits(b), bits_of_f(pk::detail::fp16_bits_to_float_portable(b)))
+        << "fp16 0x" << std::hex << h;
+  }
+  for (std::uint32_t m = 1; m <= 0x7fffffu; ++m)
+    for (std::uint32_t s : {0u, 0x80000000u}) {
+      const std::uint32_t u = s | 0x7f800000u | m;
+      ASSERT_EQ(pk::detail::bf16_nan_bits(u), pk::detail::float_to_bf16_bits_portable(f_of_bits(u))) << "float 0x" << std::hex << u;
+      ASSERT_EQ(pk::detail::fp16_nan_bits(u), pk::detail::float_to_fp16_bits_portable(f_of_bits(u))) << "float 0x" << std::hex << u;
     }
 }

@@ -1,6 +1,6 @@
-// The kernels' 16-bit rounding on the GPU (compiled as CUDA when PK_ENABLE_CUDA; otherwise the test skips
-// with a message): pk::to_storage<bf16/fp16>(float) (portable/convert.hpp: the hardware cvt.rn, NaN bits
-// selected) gives the same bits as numeric.hpp's portable conversion the host runs, over every float
+// The kernels' 16-bit conversions on the GPU (compiled as CUDA when PK_ENABLE_CUDA; otherwise the test skips
+// with a message): pk::bf16(float) and pk::fp16(float) (numeric.hpp: the hardware cvt.rn, NaN bits selected)
+// give the same bits as numeric.hpp's portable sequences the host runs, over every float
 // whose bits are a multiple of 97 (44 million inputs across every exponent), every 16-bit value's rounding
 // midpoint and its two neighbours, and the edges (zeros, subnormals, overflow, infinities, NaNs of both
 // signs and payloads). The pairwise forms of the row kernels (to_storage_x2, from_storage_x2) are checked
@@ -24,8 +24,8 @@ __global__ void convert_kernel(const std::uint32_t* in, std::uint16_t* bf, std::
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
   const float f = pk::detail::bit_cast<float>(in[i]);
-  bf[i] = pk::to_storage<pk::bf16>(f).bits;
-  hf[i] = pk::to_storage<pk::fp16>(f).bits;
+  bf[i] = pk::bf16(f).bits;
+  hf[i] = pk::fp16(f).bits;
 }
 
 //! The partner of input i in a pair: half the inputs away, so that NaNs meet finite values and each other.
@@ -83,6 +83,8 @@ TEST(NumericGpu, SixteenBitConversionsMatchThePortablePath) {
   ASSERT_EQ(cudaMalloc(&dbf, n * 2), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dhf, n * 2), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(din, in.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dbf, 0xA5, n * 2), cudaSuccess);  // poisoned: an element not written fails where 0xa5a5 is wrong
+  ASSERT_EQ(cudaMemset(dhf, 0xA5, n * 2), cudaSuccess);
   convert_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(din, dbf, dhf, n);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint16_t> bf(n), hf(n);
@@ -91,7 +93,7 @@ TEST(NumericGpu, SixteenBitConversionsMatchThePortablePath) {
   std::size_t bad_bf = 0, bad_hf = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const float f = pk::detail::bit_cast<float>(in[i]);
-    const std::uint16_t wb = pk::detail::float_to_bf16_bits(f), wh = pk::detail::float_to_fp16_bits(f);
+    const std::uint16_t wb = pk::detail::float_to_bf16_bits_portable(f), wh = pk::detail::float_to_fp16_bits_portable(f);
     if (bf[i] != wb && bad_bf++ < 5) ADD_FAILURE() << std::hex << "bf16 of 0x" << in[i] << ": GPU 0x" << bf[i] << ", host 0x" << wb;
     if (hf[i] != wh && bad_hf++ < 5) ADD_FAILURE() << std::hex << "fp16 of 0x" << in[i] << ": GPU 0x" << hf[i] << ", host 0x" << wh;
   }
@@ -136,15 +138,15 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
   for (std::size_t i = 0; i < n; ++i) {
     const float lo = pk::detail::bit_cast<float>(in[i]), hi = pk::detail::bit_cast<float>(in[partner(i, n)]);
     check("bf16 pair", in[i], bf2[i],
-          std::uint32_t{pk::detail::float_to_bf16_bits(lo)} | std::uint32_t{pk::detail::float_to_bf16_bits(hi)} << 16);
+          std::uint32_t{pk::detail::float_to_bf16_bits_portable(lo)} | std::uint32_t{pk::detail::float_to_bf16_bits_portable(hi)} << 16);
     check("fp16 pair", in[i], hf2[i],
-          std::uint32_t{pk::detail::float_to_fp16_bits(lo)} | std::uint32_t{pk::detail::float_to_fp16_bits(hi)} << 16);
+          std::uint32_t{pk::detail::float_to_fp16_bits_portable(lo)} | std::uint32_t{pk::detail::float_to_fp16_bits_portable(hi)} << 16);
     const auto lo16 = static_cast<std::uint16_t>(in[i] & 0xffffu), hi16 = static_cast<std::uint16_t>(in[i] >> 16);
     check("bf16 widen lo", in[i], bfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(lo16)));
     check("bf16 widen hi", in[i], bfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(hi16)));
-    check("fp16 widen lo", in[i], hfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(lo16)));
-    check("fp16 widen hi", in[i], hfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(hi16)));
-    check("fp16 scalar widen", in[i], hfs[i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float(lo16)));
+    check("fp16 widen lo", in[i], hfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
+    check("fp16 widen hi", in[i], hfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(hi16)));
+    check("fp16 scalar widen", in[i], hfs[i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
   }
   EXPECT_EQ(bad, 0u);
   cudaFree(din);

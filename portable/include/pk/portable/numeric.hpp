@@ -1,7 +1,8 @@
 // Portable 16-bit floating-point storage types (bf16, fp16), their conversions and numeric_traits.
 //
-// The conversions are pure integer bit manipulation: they give the same bits on the host, under
-// nvcc and under clang HIP, do not depend on the FTZ/DAZ mode of the device and need no
+// The conversions give the same bits on the host, under nvcc and under clang HIP: the portable integer
+// sequences below define them, and a GPU uses its conversion instruction wherever that gives the same bits
+// (every non-NaN value; a NaN's bits are selected), which do not depend on the device's FTZ/DAZ mode. No
 // cuda_fp16.h / hip_fp16.h. They are constexpr wherever the compiler has __builtin_bit_cast
 // (g++ >= 11, clang >= 9, nvcc 11.7+ host and device); see PK_DETAIL_BIT_CAST_CONSTEXPR.
 //
@@ -78,7 +79,9 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float bf16_bits_to_fl
   return bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
 }
 
-PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_bf16_bits(float f) noexcept {
+//! The portable float -> bf16 sequence: round to nearest even; a NaN keeps its sign and top payload bits,
+//! made quiet.
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_bf16_bits_portable(float f) noexcept {
   std::uint32_t u = bit_cast<std::uint32_t>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) {
     // NaN: keep sign and the top 7 payload bits, set the quiet bit (0x0040 = mantissa MSB).
@@ -94,18 +97,41 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 // ---- fp16 (IEEE binary16) <-> float. ----
 
 #if PK_COMPILER_CUDA
-//! The hardware conversion: exact for every non-NaN value. A NaN's bits depend on the instruction ptxas
-//! picks: F2F keeps the payload, the paired form (HADD2.F32, chosen when both halves of a word convert)
-//! returns the canonical 0x7fffffff (H200, tests/portable/test_numeric_gpu.cpp), so fp16_bits_to_float
-//! takes a NaN through the portable path. The portable path costs ~15 integer instructions per element,
-//! which made fp16 reductions compute-bound (0.59x CUB at 2^28 on the H200,
-//! bench/results/reduction-h200-2026-11-30.md).
+// The hardware conversions (every CUDA target of pk is sm_80 or later, which has all three). Each gives the
+// portable sequence's bits for every non-NaN value (tests/portable/test_numeric_gpu.cpp compares them on the
+// GPU); a NaN's bits depend on the instruction ptxas picks (the paired fp16 widening, HADD2.F32, returns the
+// canonical 0x7fffffff on the H200), so the callers select the NaN bits themselves. The portable sequences
+// inlined at every load and store cost ~15 integer instructions an fp16 element, which made fp16 reductions
+// compute-bound (0.59x CUB at 2^28 on the H200, bench/results/reduction-h200-2026-11-30.md), and with their
+// branches made the fp16 reduction and row kernels 2.5-3.5x slower to compile than the bf16 ones.
 __device__ PK_FORCEINLINE float fp16_bits_to_float_hw(std::uint16_t h) noexcept {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+__device__ PK_FORCEINLINE std::uint16_t float_to_fp16_bits_hw(float f) noexcept {
+  std::uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ PK_FORCEINLINE std::uint16_t float_to_bf16_bits_hw(float f) noexcept {
+  std::uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
 #endif
+
+//! A NaN's bits in the portable sequences, for the GPU paths that select them: bf16 and fp16 keep the sign
+//! and the top payload bits with the quiet bit set; fp16 -> float keeps the whole payload, made quiet.
+PK_HOST_DEVICE PK_FORCEINLINE constexpr std::uint16_t bf16_nan_bits(std::uint32_t u) noexcept {
+  return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+}
+PK_HOST_DEVICE PK_FORCEINLINE constexpr std::uint16_t fp16_nan_bits(std::uint32_t u) noexcept {
+  return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
+}
+PK_HOST_DEVICE PK_FORCEINLINE constexpr std::uint32_t fp16_nan_to_float_bits(std::uint16_t h) noexcept {
+  return (static_cast<std::uint32_t>(h & 0x8000u) << 16) | 0x7fc00000u | (static_cast<std::uint32_t>(h & 0x3ffu) << 13);
+}
 
 //! The portable fp16 -> float sequence: exact; a NaN comes back quiet with its payload (cvt.f32.f16's bits).
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float_portable(std::uint16_t h) noexcept {
@@ -141,7 +167,7 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
   }
   if (a >= 0x38800000u) {
     // Normal fp16 range [2^-14, 65520): rebias (subtract 112 << 23), then round the 13 dropped
-    // bits to nearest even as in float_to_bf16_bits. A mantissa carry bumps the exponent correctly.
+    // bits to nearest even as in float_to_bf16_bits_portable. A mantissa carry bumps the exponent correctly.
     a -= 0x38000000u;
     a += 0xfffu + ((a >> 13) & 1u);
     return static_cast<std::uint16_t>(sign | (a >> 13));
@@ -179,21 +205,30 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_t
 // The conversions pk uses: the portable sequences' bits for every input, through the fastest path each
 // compiler has. tests/portable/test_numeric.cpp checks the sequences exhaustively through pk::fp16 on the host
 // (and that the host path is theirs for every NaN); test_numeric_gpu.cpp checks the CUDA paths on the GPU.
+// On the GPUs: the conversion instruction, and the NaN bits selected without a branch.
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_bf16_bits(float f) noexcept {
+#if PK_COMPILER_CUDA
+  if (!__builtin_is_constant_evaluated()) {
+    NV_IF_TARGET(NV_IS_DEVICE, (const std::uint16_t hw = float_to_bf16_bits_hw(f);
+                                return f == f ? hw : bf16_nan_bits(bit_cast<std::uint32_t>(f));))
+  }
+#endif
+  return float_to_bf16_bits_portable(f);
+}
+
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float(std::uint16_t h) noexcept {
 #if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
-    NV_IF_TARGET(NV_IS_DEVICE, (const float f = fp16_bits_to_float_hw(h); if (f == f) return f;))
+    NV_IF_TARGET(NV_IS_DEVICE, (const float hw = fp16_bits_to_float_hw(h);
+                                return (h & 0x7fffu) > 0x7c00u ? bit_cast<float>(fp16_nan_to_float_bits(h)) : hw;))
   }
 #elif PK_COMPILER_HIP
   // clang's _Float16 (v_cvt_f32_f16 on the GPU; the host pass converts in software): exact for every
-  // non-NaN value. A NaN gets the portable path's bits whatever the instruction does with its payload.
-  // The portable sequence instead made the fp16 kernels 3-4x larger than the bf16 ones on AMD (rows_f16:
-  // 58 s of clang-19 for gfx1100 against 14 s for rows_bf16).
+  // non-NaN value. The portable sequence instead made the fp16 kernels 3-4x larger than the bf16 ones on AMD
+  // (rows_f16: 58 s of clang-19 for gfx1100 against 14 s for rows_bf16).
   if (!__builtin_is_constant_evaluated()) {
     const float hw = static_cast<float>(__builtin_bit_cast(_Float16, h));
-    const std::uint32_t nan = (static_cast<std::uint32_t>(h & 0x8000u) << 16) | 0x7fc00000u |
-                              (static_cast<std::uint32_t>(h & 0x3ffu) << 13);
-    return (h & 0x7fffu) > 0x7c00u ? bit_cast<float>(nan) : hw;
+    return (h & 0x7fffu) > 0x7c00u ? bit_cast<float>(fp16_nan_to_float_bits(h)) : hw;
   }
 #else
   if (!__builtin_is_constant_evaluated()) return fp16_bits_to_float_outlined(h);
@@ -202,16 +237,19 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_fl
 }
 
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_fp16_bits(float f) noexcept {
-#if PK_COMPILER_HIP
-  // clang's _Float16 conversion (v_cvt_f16_f32 on the GPU): round to nearest even with subnormal results
-  // and overflow to inf, the bits of the portable sequence for every non-NaN float; a NaN's bits are selected.
+#if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
-    const std::uint32_t u = bit_cast<std::uint32_t>(f);
-    const std::uint16_t hw = __builtin_bit_cast(std::uint16_t, static_cast<_Float16>(f));
-    const std::uint16_t nan = static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
-    return f == f ? hw : nan;
+    NV_IF_TARGET(NV_IS_DEVICE, (const std::uint16_t hw = float_to_fp16_bits_hw(f);
+                                return f == f ? hw : fp16_nan_bits(bit_cast<std::uint32_t>(f));))
   }
-#elif !PK_COMPILER_GPU
+#elif PK_COMPILER_HIP
+  // clang's _Float16 conversion (v_cvt_f16_f32 on the GPU): round to nearest even with subnormal results
+  // and overflow to inf.
+  if (!__builtin_is_constant_evaluated()) {
+    const std::uint16_t hw = __builtin_bit_cast(std::uint16_t, static_cast<_Float16>(f));
+    return f == f ? hw : fp16_nan_bits(bit_cast<std::uint32_t>(f));
+  }
+#else
   if (!__builtin_is_constant_evaluated()) return float_to_fp16_bits_outlined(f);
 #endif
   return float_to_fp16_bits_portable(f);

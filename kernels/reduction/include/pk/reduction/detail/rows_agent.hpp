@@ -130,12 +130,12 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % 16, my = reinterpret_cast<std::uintptr_t>(y) % 16;
   if (mx != my || mx % sizeof(T) != 0) {
-    for (std::int64_t j = t; j < len; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
+    for (std::int64_t j = t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
     return;
   }
   std::int64_t head = static_cast<std::int64_t>(((16 - mx) % 16) / sizeof(T));
   if (head > len) head = len;
-  for (std::int64_t j = t; j < head; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = t; j < head; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
   const std::int64_t nvec = (len - head) / V;
   std::int64_t v = t;
   for (; v + std::int64_t{U - 1} * G < nvec; v += std::int64_t{U} * G) {
@@ -147,7 +147,7 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
       vec<T, V> out;
       const std::int64_t j0 = head + (v + std::int64_t{u} * G) * V;
 #pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(static_cast<A>(in[u][e]), j0 + e));
+      for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[u][e]), j0 + e));
       store_vec<V>(y + j0, out);
     }
   }
@@ -156,10 +156,10 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
     const vec<T, V> in = load_vec<V>(x + j0);
     vec<T, V> out;
 #pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(static_cast<A>(in[e]), j0 + e));
+    for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[e]), j0 + e));
     store_vec<V>(y + j0, out);
   }
-  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = to_storage<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
 }
 
 //! Online softmax statistics: running maximum m and sum of exp(x - m).
@@ -423,7 +423,7 @@ struct held_row {
           out = ::pk::detail::bit_cast<vec<T, V>>(o);
         } else {
 #pragma unroll
-          for (int e = 0; e < V; ++e) out[e] = to_storage<T>(g(a[k][e], wa[e], ba[e]));
+          for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(a[k][e], wa[e], ba[e]));
         }
         store_vec<V>(y + j0, out);
       } else if (j0 < len) {
@@ -431,7 +431,7 @@ struct held_row {
         for (int e = 0; e < V; ++e) {
           const int j = j0 + e;
           if (j < len)
-            y[j] = to_storage<T>(g(a[k][e], HasW ? static_cast<A>(w[j]) : A(1), HasB ? static_cast<A>(b[j]) : A(0)));
+            y[j] = static_cast<T>(g(a[k][e], HasW ? static_cast<A>(w[j]) : A(1), HasB ? static_cast<A>(b[j]) : A(0)));
         }
       }
     }
