@@ -218,9 +218,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
     const std::int64_t row = base + g;
     const bool live = row < c.rows;
     const std::int64_t len = live ? c.cols : 0;
-    // x and y may be null when the rows are empty (cols = 0): they are offset only for a row with elements.
-    const T* x = len > 0 ? static_cast<const T*>(c.x) + row * c.x_stride : static_cast<const T*>(c.x);
-    T* y = c.y != nullptr && len > 0 ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
+    // x may be null when the rows are empty (cols = 0): it is offset only for a row with elements.
+    const T* x = static_cast<const T*>(c.x) + (len > 0 ? row * c.x_stride : 0);
+    T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
     // The pivot of the Welford statistics: the row's first element, read by every thread of the group.
     constexpr bool welford_kind = K == row_kind::layer_norm || K == row_kind::mean_var;
     [[maybe_unused]] const A k = welford_kind && len > 0 ? static_cast<A>(x[0]) : A(0);
@@ -477,9 +477,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
     const std::int64_t row = base + g;
     const bool live = row < c.rows;
     const int len = live ? static_cast<int>(c.cols) : 0;
-    // x and y may be null when the rows are empty (cols = 0): they are offset only for a row with elements.
-    const T* x = len > 0 ? static_cast<const T*>(c.x) + row * c.x_stride : static_cast<const T*>(c.x);
-    T* y = c.y != nullptr && len > 0 ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
+    // x may be null when the rows are empty (cols = 0): it is offset only for a row with elements.
+    const T* x = static_cast<const T*>(c.x) + (len > 0 ? row * c.x_stride : 0);
+    T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
     held_row<G, R, T, A> h;
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       // The maximum (NaN ignored), then the sum of exp(x - max) shifted by 0 for a row of -inf (so a -inf
