@@ -28,8 +28,12 @@
 
 namespace pk_fuzz {
 
-// Problems larger than this many bytes are never backed: a run must stay fast on the emulator.
+// Problems larger than this many bytes, or with more elements than this, are never backed: a run must stay
+// fast on the emulator. The element bound matters for views with zero strides, whose few bytes can hold 2^32
+// elements (a reduction of 2^32 x 11 broadcast fp16 values ran for minutes and stopped fuzzing on its
+// 30-second limit); 2^20 is above every backed view without zero strides (2^16 bytes of at least 1 byte each).
 inline constexpr std::int64_t max_backed_bytes = std::int64_t{1} << 16;
+inline constexpr std::int64_t max_backed_elements = std::int64_t{1} << 20;
 
 [[noreturn]] inline void fail(const char* api, const std::string& what) {
   std::fprintf(stderr, "pk fuzz: %s: %s (last error: \"%s\")\n", api, what.c_str(), pk_last_error_message());
@@ -230,7 +234,7 @@ inline backing back(pk_tensor& t, placement where, unsigned char fill = 0xA5, st
     return b;
   }
   const std::int64_t span = b.elems == 0 ? 0 : (b.hi - b.lo + 1) * static_cast<std::int64_t>(eb);
-  if (span > max_bytes) {
+  if (span > max_bytes || b.elems > max_backed_elements) {
     b.what = backing::unbacked;
     b.null_data = true;
     t.data = nullptr;
