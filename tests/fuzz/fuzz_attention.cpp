@@ -281,7 +281,8 @@ void forward(FuzzedDataProvider& f, pk_stream_t s) {
   if (!std::isfinite(scale) || std::fabs(scale) > 16) return;  // extreme scales: only the absence of errors
   const std::int64_t wl = a.window_left, wr = a.causal ? 0 : a.window_right;
   const int r = a.q.rank;
-  const std::int64_t nseq = varlen ? a.varlen_batch : batch;
+  // Rank 3 has no batch dimension: one sequence per head, whatever batch the input drew (it may be 2^62).
+  const std::int64_t nseq = varlen ? a.varlen_batch : rank3 ? 1 : batch;
   const double tol = 8 * unit(dt);
   for (std::int64_t b = 0; b < nseq; ++b) {
     const std::int64_t q0 = varlen ? cu_q[b] : 0, k0 = varlen && a.cu_seqlens_k ? cu_k[b] : 0;
