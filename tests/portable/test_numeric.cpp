@@ -573,3 +573,26 @@ TEST(Portable_Numeric, GpuNanSelectionsAreThePortableBits) {
       ASSERT_EQ(pk::detail::fp16_nan_bits(u), pk::detail::float_to_fp16_bits_portable(f_of_bits(u))) << "float 0x" << std::hex << u;
     }
 }
+
+// pk::widen, the value conversion of the reduction and row kernels' loads: the exact conversion's bits for every
+// non-NaN fp16 and a NaN for every NaN (its payload is not promised: the GPU's cvt.f32.f16 returns the canonical
+// NaN, which test_numeric_gpu.cpp checks there); the plain conversion for the other types.
+TEST(Portable_Numeric, WidenIsTheValueForEveryFp16) {
+  for (std::uint32_t h = 0; h <= 0xffffu; ++h) {
+    const auto x = pk::fp16::from_bits(static_cast<std::uint16_t>(h));
+    const float got = pk::widen<float>(x), want = pk::detail::fp16_bits_to_float_portable(x.bits);
+    const double got_d = pk::widen<double>(x);
+    if (want != want) {
+      ASSERT_TRUE(got != got && got_d != got_d) << "fp16 0x" << std::hex << h;
+    } else {
+      ASSERT_EQ(bits_of_f(got), bits_of_f(want)) << "fp16 0x" << std::hex << h;
+      ASSERT_EQ(got_d, static_cast<double>(want)) << "fp16 0x" << std::hex << h;
+    }
+  }
+  for (std::uint32_t h = 0; h <= 0xffffu; h += 7) {
+    const auto b = pk::bf16::from_bits(static_cast<std::uint16_t>(h));
+    ASSERT_EQ(bits_of_f(pk::widen<float>(b)), bits_of_f(static_cast<float>(b))) << "bf16 0x" << std::hex << h;
+  }
+  ASSERT_EQ(pk::widen<double>(0.1f), static_cast<double>(0.1f));
+  ASSERT_EQ(pk::widen<std::int64_t>(std::int8_t{-7}), -7);
+}

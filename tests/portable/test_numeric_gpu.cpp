@@ -34,7 +34,7 @@ __host__ __device__ std::size_t partner(std::size_t i, std::size_t n) { return (
 //! The pairwise conversions of the row kernels: to_storage_x2 of (in[i], in[partner]) and from_storage_x2 of
 //! in[i] read as two packed 16-bit values (its float bits, low half then high half).
 __global__ void convert_x2_kernel(const std::uint32_t* in, std::uint32_t* bf2, std::uint32_t* hf2, std::uint32_t* bfw,
-                                  std::uint32_t* hfw, std::uint32_t* hfs, std::size_t n) {
+                                  std::uint32_t* hfw, std::uint32_t* hfs, std::uint32_t* hfv, std::size_t n) {
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
   const float lo = pk::detail::bit_cast<float>(in[i]), hi = pk::detail::bit_cast<float>(in[partner(i, n)]);
@@ -49,6 +49,8 @@ __global__ void convert_x2_kernel(const std::uint32_t* in, std::uint32_t* bf2, s
   hfw[2 * i + 1] = pk::detail::bit_cast<std::uint32_t>(b);
   // The scalar conversion of the low half, as a kernel converting one element at a time has it.
   hfs[i] = pk::detail::bit_cast<std::uint32_t>(static_cast<float>(pk::fp16::from_bits(static_cast<std::uint16_t>(in[i]))));
+  // The arithmetic value of the low half, as the reduction and row kernels load it.
+  hfv[i] = pk::detail::bit_cast<std::uint32_t>(pk::widen<float>(pk::fp16::from_bits(static_cast<std::uint16_t>(in[i]))));
 }
 
 std::vector<std::uint32_t> inputs() {
@@ -109,13 +111,14 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device: GPU conversions skipped";
   const std::vector<std::uint32_t> in = inputs();
   const std::size_t n = in.size();
-  std::uint32_t *din = nullptr, *dbf2 = nullptr, *dhf2 = nullptr, *dbfw = nullptr, *dhfw = nullptr, *dhfs = nullptr;
+  std::uint32_t *din = nullptr, *dbf2 = nullptr, *dhf2 = nullptr, *dbfw = nullptr, *dhfw = nullptr, *dhfs = nullptr, *dhfv = nullptr;
   ASSERT_EQ(cudaMalloc(&din, n * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dbf2, n * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dhf2, n * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dbfw, n * 8), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dhfw, n * 8), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dhfs, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dhfv, n * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(din, in.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   // Poisoned outputs: a value the kernel failed to write cannot pass.
   ASSERT_EQ(cudaMemset(dbf2, 0xA5, n * 4), cudaSuccess);
@@ -123,17 +126,25 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
   ASSERT_EQ(cudaMemset(dbfw, 0xA5, n * 8), cudaSuccess);
   ASSERT_EQ(cudaMemset(dhfw, 0xA5, n * 8), cudaSuccess);
   ASSERT_EQ(cudaMemset(dhfs, 0xA5, n * 4), cudaSuccess);
-  convert_x2_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(din, dbf2, dhf2, dbfw, dhfw, dhfs, n);
+  ASSERT_EQ(cudaMemset(dhfv, 0xA5, n * 4), cudaSuccess);
+  convert_x2_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(din, dbf2, dhf2, dbfw, dhfw, dhfs, dhfv, n);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::uint32_t> bf2(n), hf2(n), bfw(2 * n), hfw(2 * n), hfs(n);
+  std::vector<std::uint32_t> bf2(n), hf2(n), bfw(2 * n), hfw(2 * n), hfs(n), hfv(n);
   ASSERT_EQ(cudaMemcpy(bf2.data(), dbf2, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(hf2.data(), dhf2, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(bfw.data(), dbfw, n * 8, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(hfw.data(), dhfw, n * 8, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(hfs.data(), dhfs, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(hfv.data(), dhfv, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   std::size_t bad = 0;
   const auto check = [&](const char* what, std::uint32_t input, std::uint32_t got, std::uint32_t want) {
     if (got != want && bad++ < 8) ADD_FAILURE() << std::hex << what << " of 0x" << input << ": GPU 0x" << got << ", host 0x" << want;
+  };
+  // A value conversion (pk::widen, from_storage_x2 of fp16): the portable bits for every non-NaN input, some NaN
+  // (exponent all ones, mantissa not 0; the payload is not promised) for a NaN.
+  const auto check_value = [&](const char* what, std::uint32_t input, std::uint32_t got, std::uint32_t want) {
+    const auto is_nan = [](std::uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0; };
+    if (is_nan(want) ? !is_nan(got) : got != want) check(what, input, got, want);
   };
   for (std::size_t i = 0; i < n; ++i) {
     const float lo = pk::detail::bit_cast<float>(in[i]), hi = pk::detail::bit_cast<float>(in[partner(i, n)]);
@@ -144,8 +155,9 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
     const auto lo16 = static_cast<std::uint16_t>(in[i] & 0xffffu), hi16 = static_cast<std::uint16_t>(in[i] >> 16);
     check("bf16 widen lo", in[i], bfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(lo16)));
     check("bf16 widen hi", in[i], bfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::bf16_bits_to_float(hi16)));
-    check("fp16 widen lo", in[i], hfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
-    check("fp16 widen hi", in[i], hfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(hi16)));
+    check_value("fp16 widen lo", in[i], hfw[2 * i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
+    check_value("fp16 widen hi", in[i], hfw[2 * i + 1], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(hi16)));
+    check_value("fp16 value", in[i], hfv[i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
     check("fp16 scalar widen", in[i], hfs[i], pk::detail::bit_cast<std::uint32_t>(pk::detail::fp16_bits_to_float_portable(lo16)));
   }
   EXPECT_EQ(bad, 0u);
@@ -155,6 +167,7 @@ TEST(NumericGpu, PairConversionsMatchThePortablePath) {
   cudaFree(dbfw);
   cudaFree(dhfw);
   cudaFree(dhfs);
+  cudaFree(dhfv);
 }
 
 }  // namespace

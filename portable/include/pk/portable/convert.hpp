@@ -1,6 +1,7 @@
 // Pairs of 16-bit values in kernels: to_storage_x2 rounds two floats into one word with one paired
 // conversion instruction, from_storage_x2 widens one word into two floats; each gives the bits of numeric.hpp's
-// conversions of the values one at a time (tests/portable/test_numeric_gpu.cpp checks them on the GPU).
+// conversions of the values one at a time (for an fp16 NaN, some NaN: pk::widen's value conversion;
+// tests/portable/test_numeric_gpu.cpp checks them on the GPU).
 #pragma once
 #include <pk/portable/numeric.hpp>
 #include <pk/portable/target.hpp>
@@ -34,8 +35,8 @@ PK_DEVICE PK_FORCEINLINE std::uint32_t to_storage_x2(float lo, float hi) {
 
 //! The two 16-bit values packed in w (bits 0-15, bits 16-31) as floats, the bits of T's conversion: for bf16
 //! a shift and a mask (exact, NaN payloads included), where converting each element of a vector on its own
-//! took a byte permute and a multiply for the high half (H200 SASS); fp16 converts each half
-//! (fp16_bits_to_float: the hardware conversion, a NaN's bits selected).
+//! took a byte permute and a multiply for the high half (H200 SASS); fp16 converts each half for arithmetic
+//! (fp16_bits_to_float_value: the hardware conversion; a NaN stays NaN without its payload).
 template <class T>
 PK_DEVICE PK_FORCEINLINE void from_storage_x2(std::uint32_t w, float& lo, float& hi) {
   static_assert(sizeof(T) == 2, "from_storage_x2 unpacks 16-bit storage types");
@@ -43,8 +44,8 @@ PK_DEVICE PK_FORCEINLINE void from_storage_x2(std::uint32_t w, float& lo, float&
     lo = ::pk::detail::bit_cast<float>(w << 16);
     hi = ::pk::detail::bit_cast<float>(w & 0xffff0000u);
   } else {
-    lo = static_cast<float>(T::from_bits(static_cast<std::uint16_t>(w & 0xffffu)));
-    hi = static_cast<float>(T::from_bits(static_cast<std::uint16_t>(w >> 16)));
+    lo = ::pk::detail::fp16_bits_to_float_value(static_cast<std::uint16_t>(w & 0xffffu));
+    hi = ::pk::detail::fp16_bits_to_float_value(static_cast<std::uint16_t>(w >> 16));
   }
 }
 

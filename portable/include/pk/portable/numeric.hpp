@@ -236,6 +236,22 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_fl
   return fp16_bits_to_float_portable(h);
 }
 
+//! An fp16's value for arithmetic: fp16_bits_to_float's bits for every non-NaN input; a NaN gives a quiet NaN whose
+//! payload is not kept. On CUDA one cvt.f32.f16, which returns the canonical NaN 0x7fffffff for every fp16 NaN
+//! (H200: all 2046 of them), where fp16_bits_to_float selects the portable bits with about five more
+//! instructions an element. The loads of the reduction and row kernels use it (pk::widen): their results do not
+//! promise a NaN's payload, and arithmetic on the GPU does not keep one either.
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float fp16_bits_to_float_value(std::uint16_t h) noexcept {
+#if PK_COMPILER_CUDA
+  if (!__builtin_is_constant_evaluated()) {
+    NV_IF_TARGET(NV_IS_DEVICE, (return fp16_bits_to_float_hw(h);))
+  }
+#elif PK_COMPILER_HIP
+  if (!__builtin_is_constant_evaluated()) return static_cast<float>(__builtin_bit_cast(_Float16, h));
+#endif
+  return fp16_bits_to_float(h);
+}
+
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR std::uint16_t float_to_fp16_bits(float f) noexcept {
 #if PK_COMPILER_CUDA
   if (!__builtin_is_constant_evaluated()) {
@@ -308,6 +324,17 @@ PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float to_float(bf16 v
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR float to_float(fp16 v) noexcept {
   return detail::fp16_bits_to_float(v.bits);
 }
+//! x's value in the arithmetic type A, for kernels that compute on loaded elements: static_cast<A>(x), except
+//! that an fp16 NaN becomes a quiet NaN without its payload (detail::fp16_bits_to_float_value: one instruction
+//! on the GPU where the exact bits take a select). Exact for every other value.
+template <class A, class T>
+PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR A widen(const T& x) noexcept {
+  if constexpr (std::is_same_v<T, fp16>)
+    return static_cast<A>(detail::fp16_bits_to_float_value(x.bits));
+  else
+    return static_cast<A>(x);
+}
+
 //! Round to nearest, ties to even; NaN -> quiet NaN with the sign kept.
 PK_HOST_DEVICE PK_FORCEINLINE PK_DETAIL_BIT_CAST_CONSTEXPR bf16 to_bf16(float f) noexcept {
   return bf16::from_bits(detail::float_to_bf16_bits(f));

@@ -54,11 +54,11 @@ inline constexpr int arg_direction<reduction::ops::arg_op<Max>> = Max ? 1 : -1;
 template <int Dir, int Vec, class T, class A, class Op, class Load>
 PK_DEVICE PK_FORCEINLINE void arg_fold_vector(reduction::ops::indexed<A>& acc, const vec<T, Vec>& v, std::int64_t i0,
                                               Op op, Load load) {
-  A ext = static_cast<A>(v[0]);
+  A ext = ::pk::widen<A>(v[0]);
   bool nan = reduction::ops::is_nan(ext);
 #pragma unroll
   for (int k = 1; k < Vec; ++k) {
-    const A a = static_cast<A>(v[k]);
+    const A a = ::pk::widen<A>(v[k]);
     nan = nan || reduction::ops::is_nan(a);
     ext = Dir > 0 ? (ext < a ? a : ext) : (a < ext ? a : ext);
   }

@@ -125,7 +125,7 @@ struct to_mean_and_var {
   A* var;
   const T* pivot;
   PK_DEVICE A operator()(const reduction::ops::welford<A>& w) const {
-    const A k = w.n > 0 ? static_cast<A>(*pivot) : A(0);
+    const A k = w.n > 0 ? ::pk::widen<A>(*pivot) : A(0);
     const reduction::ops::mean_var<A> r = reduction::ops::to_mean_var<A>{correction}(w, k);
     *var = r.var;
     return r.mean;

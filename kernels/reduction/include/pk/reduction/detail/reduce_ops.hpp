@@ -148,14 +148,14 @@ template <class A>
 struct value_load {
   template <class T>
   PK_HOST_DEVICE A operator()(const T& x, std::int64_t) const {
-    return static_cast<A>(x);
+    return ::pk::widen<A>(x);
   }
 };
 template <class A>
 struct indexed_load {
   template <class T>
   PK_HOST_DEVICE indexed<A> operator()(const T& x, std::int64_t i) const {
-    return indexed<A>{static_cast<A>(x), i};
+    return indexed<A>{::pk::widen<A>(x), i};
   }
 };
 //! One element as a Welford state of x - K, K = A(*pivot) the input's first element (read only when
@@ -164,7 +164,7 @@ template <class A, class T>
 struct welford_load {
   const T* pivot;
   PK_HOST_DEVICE welford<A> operator()(const T& x, std::int64_t) const {
-    return welford<A>{1, static_cast<A>(x) - static_cast<A>(*pivot), A(0)};
+    return welford<A>{1, ::pk::widen<A>(x) - ::pk::widen<A>(*pivot), A(0)};
   }
 };
 

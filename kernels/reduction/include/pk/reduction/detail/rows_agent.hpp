@@ -92,7 +92,7 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
   std::int64_t head = mis % sizeof(T) != 0 ? len : static_cast<std::int64_t>(((16 - mis) % 16) / sizeof(T));
   if (head > len) head = len;
   for (std::int64_t j = t; j < head; j += G) {
-    const A a = static_cast<A>(p[j]);
+    const A a = ::pk::widen<A>(p[j]);
     f(&a, 1, j);
   }
   const T* body = p + head;
@@ -106,7 +106,7 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
     for (int u = 0; u < U; ++u) {
       A a[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) a[e] = static_cast<A>(x[u][e]);
+      for (int e = 0; e < V; ++e) a[e] = ::pk::widen<A>(x[u][e]);
       f(a, V, head + (v + std::int64_t{u} * G) * V);
     }
   }
@@ -114,11 +114,11 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
     const vec<T, V> x = load_vec<V>(body + v * V);
     A a[V];
 #pragma unroll
-    for (int e = 0; e < V; ++e) a[e] = static_cast<A>(x[e]);
+    for (int e = 0; e < V; ++e) a[e] = ::pk::widen<A>(x[e]);
     f(a, V, head + v * V);
   }
   for (std::int64_t j = head + nvec * V + t; j < len; j += G) {
-    const A a = static_cast<A>(p[j]);
+    const A a = ::pk::widen<A>(p[j]);
     f(&a, 1, j);
   }
 }
@@ -130,12 +130,12 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % 16, my = reinterpret_cast<std::uintptr_t>(y) % 16;
   if (mx != my || mx % sizeof(T) != 0) {
-    for (std::int64_t j = t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+    for (std::int64_t j = t; j < len; j += G) y[j] = static_cast<T>(g(::pk::widen<A>(x[j]), j));
     return;
   }
   std::int64_t head = static_cast<std::int64_t>(((16 - mx) % 16) / sizeof(T));
   if (head > len) head = len;
-  for (std::int64_t j = t; j < head; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = t; j < head; j += G) y[j] = static_cast<T>(g(::pk::widen<A>(x[j]), j));
   const std::int64_t nvec = (len - head) / V;
   std::int64_t v = t;
   for (; v + std::int64_t{U - 1} * G < nvec; v += std::int64_t{U} * G) {
@@ -147,7 +147,7 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
       vec<T, V> out;
       const std::int64_t j0 = head + (v + std::int64_t{u} * G) * V;
 #pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[u][e]), j0 + e));
+      for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(::pk::widen<A>(in[u][e]), j0 + e));
       store_vec<V>(y + j0, out);
     }
   }
@@ -156,10 +156,10 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
     const vec<T, V> in = load_vec<V>(x + j0);
     vec<T, V> out;
 #pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(static_cast<A>(in[e]), j0 + e));
+    for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(::pk::widen<A>(in[e]), j0 + e));
     store_vec<V>(y + j0, out);
   }
-  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = static_cast<T>(g(static_cast<A>(x[j]), j));
+  for (std::int64_t j = head + nvec * V + t; j < len; j += G) y[j] = static_cast<T>(g(::pk::widen<A>(x[j]), j));
 }
 
 //! Online softmax statistics: running maximum m and sum of exp(x - m).
@@ -223,7 +223,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
     // The pivot of the Welford statistics: the row's first element, read by every thread of the group.
     constexpr bool welford_kind = K == row_kind::layer_norm || K == row_kind::mean_var;
-    [[maybe_unused]] const A k = welford_kind && len > 0 ? static_cast<A>(x[0]) : A(0);
+    [[maybe_unused]] const A k = welford_kind && len > 0 ? ::pk::widen<A>(x[0]) : A(0);
     state_t st;
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       st = softmax_state<A>{ninf, A(0)};
@@ -271,7 +271,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
         const A rstd = acc_rsqrt(st / static_cast<A>(c.cols) + static_cast<A>(c.eps));
         // eps = 0 and a zero row: rstd = +inf, and x = 0 gives 0 (not 0 * inf).
         row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
-          return (v == A(0) && rstd == inf ? A(0) : v * rstd) * static_cast<A>(w[j]);
+          return (v == A(0) && rstd == inf ? A(0) : v * rstd) * ::pk::widen<A>(w[j]);
         });
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
       } else if constexpr (K == row_kind::layer_norm) {
@@ -288,10 +288,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
         };
         if (bias != nullptr) {
           row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
-            return xhat(v) * static_cast<A>(w[j]) + static_cast<A>(bias[j]);
+            return xhat(v) * ::pk::widen<A>(w[j]) + ::pk::widen<A>(bias[j]);
           });
         } else {
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * static_cast<A>(w[j]); });
+          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * ::pk::widen<A>(w[j]); });
         }
         if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + ms);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
@@ -328,7 +328,7 @@ struct held_row {
       for (int e = 0; e < V; e += 2) from_storage_x2<T>(w[e / 2], out[e], out[e + 1]);
     } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e) out[e] = static_cast<A>(v[e]);
+      for (int e = 0; e < V; ++e) out[e] = ::pk::widen<A>(v[e]);
     }
   }
 
@@ -343,7 +343,7 @@ struct held_row {
         widen(load_vec<V>(x + j0), a[k]);
       } else {
 #pragma unroll
-        for (int e = 0; e < V; ++e) a[k][e] = j0 + e < len ? static_cast<A>(x[j0 + e]) : pad;
+        for (int e = 0; e < V; ++e) a[k][e] = j0 + e < len ? ::pk::widen<A>(x[j0 + e]) : pad;
       }
     }
   }
@@ -431,7 +431,7 @@ struct held_row {
         for (int e = 0; e < V; ++e) {
           const int j = j0 + e;
           if (j < len)
-            y[j] = static_cast<T>(g(a[k][e], HasW ? static_cast<A>(w[j]) : A(1), HasB ? static_cast<A>(b[j]) : A(0)));
+            y[j] = static_cast<T>(g(a[k][e], HasW ? ::pk::widen<A>(w[j]) : A(1), HasB ? ::pk::widen<A>(b[j]) : A(0)));
         }
       }
     }
@@ -534,7 +534,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
     } else {
       // Statistics of x - k, k the row's first element (read by every thread of the group), held in place
       // of x: the padding (k) becomes 0 and adds nothing to the mean; the squared deviations skip it.
-      const A k = len > 0 ? static_cast<A>(x[0]) : A(0);
+      const A k = len > 0 ? ::pk::widen<A>(x[0]) : A(0);
       h.load(x, len, t, c.vectors, k);
       A s1 = 0;
       h.apply([&](A v) {
