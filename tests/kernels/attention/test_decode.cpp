@@ -389,6 +389,27 @@ TEST_P(AttentionDecode, ForcedSplitCounts) {
   }
 }
 
+// The combine's grouped path (from 16 splits: 4 groups of threads per row at head_dim 64 and 128, 2 at 256):
+// split counts that are not a multiple of the groups, more splits than keys, empty sequences, and an odd number of
+// rows (3 query heads x 3 sequences), so that a block of two rows (head_dim 64) has a row past the end.
+TEST_P(AttentionDecode, CombineGroupsOfSplits) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  for (const int d : {64, 128, 256})
+    for (const int splits : {17, 128}) {
+      decode_case c;
+      c.d = d;
+      c.heads_q = 3;
+      c.heads_kv = 1;
+      c.page_size = 16;
+      c.lens = {611, 1, 0};
+      c.splits = splits;
+      run_decode(s, c, sd + static_cast<std::uint64_t>(d + splits));
+      if (HasFatalFailure()) return;
+    }
+}
+
 // Every candidate of the stream's code target that fits its device, 16-bit and FP8, split and not.
 TEST_P(AttentionDecode, EveryFittingCandidate) {
   PK_TEST_STREAM(GetParam(), s);

@@ -44,6 +44,12 @@ PK_DETAIL_TARGET_BEGIN
 namespace impl {
 namespace attn_dec {
 
+//! From this many splits on, the combine gives each row up to 4 groups of threads, each walking a share of the
+//! splits: with one group per row, batch 1 with 8 query heads and 128 splits ran the combine as 2 blocks whose
+//! threads walked all 128 splits twice (LSEs, then outputs): a 53 us call of which the split kernel took 34 us
+//! (H200, 2026-12-04; bench/results/decode-h200-2026-12-04.md).
+inline constexpr int combine_group_splits = 16;
+
 //! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
 //! caches: page b).
 PK_DEVICE PK_FORCEINLINE std::int64_t page_of(const attention::kv_cache_params& c, int b, std::int64_t t) {
@@ -464,32 +470,57 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
 }
 
 //! Merges the splits' partial results: out = sum_s exp(lse_s - lse) O_s, lse = log sum_s exp(lse_s) (splits
-//! without keys have lse_s = -inf and weight 0; all of them: output 0, LSE -inf). A row is D / 4 threads,
-//! 4 values each; Threads / (D / 4) rows per block.
-template <class T, int D, int Threads>
+//! without keys have lse_s = -inf and weight 0; all of them: output 0, LSE -inf). A row is Groups groups of D / 4
+//! threads, 4 values each; group g walks the splits g, g + Groups, ... and the groups merge through shared memory
+//! (Groups > 1: for many splits, where one thread walking them all twice, LSEs then outputs, is a chain of
+//! dependent load rounds). Threads / (Groups * D / 4) rows per block.
+template <class T, int D, int Threads, int Groups>
 PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::decode_params p, int batch) {
   constexpr int lanes_per_row = D / 4;
-  constexpr int rows_per_block = Threads / lanes_per_row;
-  static_assert(Threads % lanes_per_row == 0, "combine: whole rows per block");
+  constexpr int row_threads = lanes_per_row * Groups;
+  constexpr int rows_per_block = Threads / row_threads;
+  static_assert(Threads % row_threads == 0, "combine: whole rows per block");
+  // Per row and group: its 4-value slices of the output sum, then its maximum, poison flag and weight sum.
+  constexpr int stride = D + 3;
+  constexpr int part_floats = Groups > 1 ? rows_per_block * Groups * stride : 1;
+  PK_SHARED(float[part_floats], part);
+  const int t = thread_rank();
+  const int rb = t / row_threads, g = (t % row_threads) / lanes_per_row, c = t % lanes_per_row;
   const std::int64_t rows = std::int64_t{batch} * p.heads_q * p.seqlen_q;
-  const std::int64_t row = std::int64_t{block_idx().x} * rows_per_block + thread_rank() / lanes_per_row;
-  const int c = thread_rank() % lanes_per_row;
-  if (row >= rows) return;
+  const std::int64_t row = std::int64_t{block_idx().x} * rows_per_block + rb;
+  const bool live = row < rows;
+  if (Groups == 1 && !live) return;  // with groups, every thread reaches the block's barriers
+  float* mine = Groups > 1 ? part + (rb * Groups + g) * stride : nullptr;
   // A NaN partial (a bad slot) poisons the row; fmaxf would skip it.
   float m = attn::neg_inf;
   bool poisoned = false;
   // Unrolled: the splits' loads are independent, and several in flight hide their latency.
+  if (live) {
 #pragma unroll 8
-  for (int s = 0; s < p.splits; ++s) {
-    const float l = p.lse_part[s * rows + row];
-    poisoned |= l != l;
-    m = fmaxf(m, l);
+    for (int s = g; s < p.splits; s += Groups) {
+      const float l = p.lse_part[s * rows + row];
+      poisoned |= l != l;
+      m = fmaxf(m, l);
+    }
+  }
+  if constexpr (Groups > 1) {
+    if (c == 0) {
+      mine[D] = m;
+      mine[D + 1] = poisoned ? 1.0f : 0.0f;
+    }
+    block::sync();
+    const float* first = part + rb * Groups * stride;
+#pragma unroll
+    for (int k = 0; k < Groups; ++k) {
+      m = fmaxf(m, first[k * stride + D]);
+      poisoned |= first[k * stride + D + 1] != 0.0f;
+    }
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   float sum = 0.0f;
-  if (!poisoned && m != attn::neg_inf) {
+  if (live && !poisoned && m != attn::neg_inf) {
 #pragma unroll 8
-    for (int s = 0; s < p.splits; ++s) {
+    for (int s = g; s < p.splits; s += Groups) {
       const float l = p.lse_part[s * rows + row];
       const float wgt = l == attn::neg_inf ? 0.0f : exp2_fast((l - m) * attn::log2e);
       sum += wgt;
@@ -497,6 +528,21 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::d
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[e] += wgt * o[e];
     }
+  }
+  if constexpr (Groups > 1) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mine[c * 4 + e] = acc[e];
+    if (c == 0) mine[D + 2] = sum;
+    block::sync();
+    if (g != 0) return;
+    const float* first = part + rb * Groups * stride;
+#pragma unroll
+    for (int k = 1; k < Groups; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[e] += first[k * stride + c * 4 + e];
+      sum += first[k * stride + D + 2];
+    }
+    if (!live) return;
   }
   const float nan = __builtin_nanf("");
   const float inv = poisoned ? nan : (sum > 0.0f ? 1.0f / sum : 0.0f);
@@ -590,14 +636,19 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
       break;
   }
   if (c.p.splits == 1) return {};
+  // The merge: one group of D / 4 threads per row, or, from combine_group_splits splits on, up to 4 groups
+  // splitting the splits between them.
   constexpr int combine_threads = 128;
-  constexpr int rows_per_block = combine_threads / (D / 4);
+  constexpr int wide_groups = combine_threads / (D / 4) >= 4 ? 4 : combine_threads / (D / 4);
+  const bool wide = c.p.splits >= attn_dec::combine_group_splits;
+  const int rows_per_block = combine_threads / (D / 4 * (wide ? wide_groups : 1));
   const std::int64_t rows = std::int64_t{c.batch} * c.p.heads_q * c.p.seqlen_q;
   launch_shape cs;
   cs.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   cs.block_x = combine_threads;
   cs.name = "attn_decode_combine";
-  return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads>, cs, c.p, c.batch);
+  if (wide) return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads, wide_groups>, cs, c.p, c.batch);
+  return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads, 1>, cs, c.p, c.batch);
 }
 
 template <class T, int D>
