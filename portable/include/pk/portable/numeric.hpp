@@ -2,7 +2,9 @@
 //
 // The conversions give the same bits on the host, under nvcc and under clang HIP: the portable integer
 // sequences below define them, and a GPU uses its conversion instruction wherever that gives the same bits
-// (every non-NaN value; a NaN's bits are selected), which do not depend on the device's FTZ/DAZ mode. No
+// (every non-NaN value; a NaN's bits are selected), which do not depend on the device's FTZ/DAZ mode. One
+// exception, by name: pk::widen, the value conversion of kernels that compute on loaded elements, lets an fp16
+// NaN lose its payload (one instruction on the GPU instead of a select). No
 // cuda_fp16.h / hip_fp16.h. They are constexpr wherever the compiler has __builtin_bit_cast
 // (g++ >= 11, clang >= 9, nvcc 11.7+ host and device); see PK_DETAIL_BIT_CAST_CONSTEXPR.
 //
