@@ -115,7 +115,7 @@ module pk
     integer(c_int32_t) :: causal = 0
     integer(c_int32_t) :: window_left = -1
     integer(c_int32_t) :: window_right = -1
-    integer(c_int32_t) :: num_splits = 0  ! 0: the planner's; else 1..128
+    integer(c_int32_t) :: num_splits = 0  ! 0: the planner's; else 1..512
     integer(c_int32_t) :: max_seqlen_k = 0  ! the longest sequence (planner's split count); 0: the capacity
     type(c_ptr) :: error = c_null_ptr    ! optional device int32, set to 1 when a GPU kernel finds a bad slot
     type(c_ptr) :: policy = c_null_ptr   ! NUL-terminated candidate name, or null: the plan's choice

@@ -389,21 +389,23 @@ TEST_P(AttentionDecode, ForcedSplitCounts) {
   }
 }
 
-// The combine's grouped path (from 16 splits: 4 groups of threads per row at head_dim 64 and 128, 2 at 256):
-// split counts that are not a multiple of the groups, more splits than keys, empty sequences, and an odd number of
+// The combine's grouped paths (from 16 splits: 4 groups of threads per row at head_dim 64 and 128, 2 at 256;
+// from 64: 16 groups, 8 at 256): split counts that are not a multiple of the groups, more splits than keys, empty sequences, and an odd number of
 // rows (3 query heads x 3 sequences), so that a block of two rows (head_dim 64) has a row past the end.
 TEST_P(AttentionDecode, CombineGroupsOfSplits) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
   for (const int d : {64, 128, 256})
-    for (const int splits : {17, 128}) {
+    for (const int splits : {17, 128, max_decode_splits}) {
       decode_case c;
       c.d = d;
       c.heads_q = 3;
       c.heads_kv = 1;
       c.page_size = 16;
-      c.lens = {611, 1, 0};
+      // At the largest count 79 of the splits hold keys (of 64-key tiles), several per group, so that a group's
+      // one-pass walk meets new maxima after earlier splits.
+      c.lens = {splits == max_decode_splits ? 5003 : 611, 1, 0};
       c.splits = splits;
       run_decode(s, c, sd + static_cast<std::uint64_t>(d + splits));
       if (HasFatalFailure()) return;
@@ -732,7 +734,7 @@ TEST_P(AttentionDecode, BadArgumentsNameTheRule) {
   }
   {
     decode_args a = good;
-    a.num_splits = 129;
+    a.num_splits = max_decode_splits + 1;
     expect(a, errc::invalid_argument, "num_splits");
   }
   {

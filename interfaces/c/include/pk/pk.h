@@ -294,7 +294,7 @@ typedef struct pk_decode_args {
   int32_t causal;               /* non-zero: causal among the new tokens, bottom-right aligned */
   int32_t window_left;          /* sliding window; -1: unbounded */
   int32_t window_right;         /* -1: unbounded */
-  int32_t num_splits;           /* 0: the planner's; else 1..128 (at most one split per key tile) */
+  int32_t num_splits;           /* 0: the planner's; else 1..512 (at most one split per key tile) */
   int32_t max_seqlen_k;         /* the longest sequence, for the planner's split count; 0: the capacity */
   int32_t* error;               /* optional device int32: set to 1 when the GPU finds a bad slot (see above) */
   const char* policy;           /* NULL: the plan's choice; else the name of a compiled decode candidate */

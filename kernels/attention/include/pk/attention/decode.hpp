@@ -99,7 +99,7 @@ struct kv_append_args {
 status kv_cache_append(const stream& s, const kv_append_args& args);
 
 inline constexpr int max_decode_seqlen_q = 16;
-inline constexpr int max_decode_splits = 128;
+inline constexpr int max_decode_splits = 512;
 inline constexpr int max_page_size = 256;
 
 namespace attention {

@@ -77,6 +77,14 @@ constexpr bool decode_declares_spills(archdb::arch a, const decode_policy&, int 
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
+//! The end-of-block merge of a block's warps: the upper half of the warps store their weighted outputs into
+//! one fp32 slice each, the lower half add theirs into those slices, and the stores read the sum of the slices
+//! (two barriers: the warps do not take turns). One warp: one slice.
+constexpr int decode_merge_slices(int warps) { return warps > 1 ? warps / 2 : 1; }
+//! Floats of padding per merge row: a row pitch of 8 banks modulo 32 spreads the 8 rows of an mma.sync
+//! C fragment's lanes over 4 bank octets.
+inline constexpr int decode_merge_pad = 8;
+
 //! Shared memory of a decode policy: the Q tile, `stages` K and V tiles (padded rows; FP8 caches: swizzled rows
 //! of codes, turned into fp16 in the operand loads); P staged per warp (MFMA/WMMA); the K and V row offsets of each stage;
 //! FP8: the queries' largest magnitude per 16 columns and each row's factor; at least the end-of-block merge (the
@@ -93,8 +101,12 @@ constexpr std::int64_t decode_smem_bytes(const decode_policy& p, int head_dim, i
   const std::int64_t q_stats = fp8 ? std::int64_t{p.block_m} * (head_dim / 16 + 1) * 4 : 0;
   // [warps][block_m][block_n / warps + pad]
   const std::int64_t pt = staged_p ? (std::int64_t{p.block_m} * (p.block_n + warps * pad) * elem_bytes + 15) / 16 * 16 : 0;
-  // The merge: the rows' fp32 output, each warp's LSE per row, the merged LSE per row, a flag per warp.
-  const std::int64_t merge = (std::int64_t{p.block_m} * head_dim + warps * p.block_m + p.block_m + warps) * 4;
+  // The merge: half the warps' weighted fp32 outputs (decode_merge_slices, rows of head_dim + decode_merge_pad
+  // floats), each warp's LSE per row, the merged LSE per row, a flag per warp.
+  const std::int64_t merge =
+      (decode_merge_slices(static_cast<int>(warps)) * std::int64_t{p.block_m} * (head_dim + decode_merge_pad) + warps * p.block_m +
+       p.block_m + warps) *
+      4;
   const std::int64_t rows = std::int64_t{p.stages} * 2 * p.block_n * 8;  // the K and V row offsets of each stage, int64
   const std::int64_t main = q + kv + pt + rows + q_stats;
   return main > q + merge ? main : q + merge;

@@ -21,8 +21,8 @@
 //   Q [BM][D] | K[Stages][BN][D], V[Stages][BN][D] (T, or FP8 codes) | P [warps][BM][BN/warps] (staged P only)
 //   | the row offsets of Stages tiles [Stages][K,V][BN] int64 | FP8: the queries' largest |q| per 16 columns
 //   [BM][D/16] and per row the scores' factor [BM], fp32
-//   after the loop, from the end of Q: the merge buffer O [BM][D] fp32, lse of each warp [warps][BM], the
-//   merged lse [BM], bad-slot flags [warps].
+//   after the loop, from the end of Q: the merge slices O [decode_merge_slices(warps)][BM][D + decode_merge_pad]
+//   fp32, lse of each warp [warps][BM], the merged lse [BM], bad-slot flags [warps].
 #pragma once
 #include <pk/attention/decode_policy.hpp>
 #include <pk/attention/detail/attention_agent.hpp>
@@ -49,6 +49,9 @@ namespace attn_dec {
 //! threads walked all 128 splits twice (LSEs, then outputs): a 53 us call of which the split kernel took 34 us
 //! (H200, 2026-12-04; bench/results/decode-h200-2026-12-04.md).
 inline constexpr int combine_group_splits = 16;
+//! From this many splits on, up to 16 groups per row (512 threads): a group walks at most a few unrolled rounds
+//! of splits (512 splits: 32 each).
+inline constexpr int combine_many_splits = 64;
 
 //! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
 //! caches: page b).
@@ -381,8 +384,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   // O = sum_w exp(lse_w - lse) O_w / l_w (a warp that saw no key has lse_w = -inf and weight 0).
   async_copy_wait_all();
   block::sync();  // every warp is past its last tile: the K/V region is free
-  float* merge_o = reinterpret_cast<float*>(kv_base);  // [BM][D]
-  float* lse_w = merge_o + BM * D;                     // [warps][BM]
+  constexpr int slices = attention::decode_merge_slices(warps);
+  constexpr int mld = D + attention::decode_merge_pad;  // a merge row's pitch, floats
+  float* merge_o = reinterpret_cast<float*>(kv_base);  // [slices][BM][mld]
+  float* lse_w = merge_o + slices * BM * mld;          // [warps][BM]
   float* lse_m = lse_w + warps * BM;                   // [BM]
   int* bad_w = reinterpret_cast<int*>(lse_m + BM);     // [warps]
   float inv[o_regs::mt][rows::slots];
@@ -406,27 +411,38 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     lse_m[r] = m == attn::neg_inf ? m : m + logf(sum);
   }
   block::sync();
-  // Each warp in turn adds its weighted rows into the fp32 merge buffer.
-  for (int v = 0; v < warps; ++v) {
-    if (w == v) {
+  // The upper half of the warps (the one warp, alone) store their weighted rows into a slice each; after a
+  // barrier the lower half add theirs into the same slices.
+  const auto add_weighted = [&](bool first) {
+    float* slice = merge_o + (w % slices) * BM * mld;
 #pragma unroll
-      for (int mt = 0; mt < o_regs::mt; ++mt)
+    for (int mt = 0; mt < o_regs::mt; ++mt)
 #pragma unroll
-        for (int e = 0; e < o_regs::vals; ++e) {
-          const int r = o_regs::row(mt, lane, e);
-          const float lw = lse_w[w * BM + r], lm = lse_m[r];
-          const float weight = lw == attn::neg_inf ? 0.0f : exp2_fast((lw - lm) * attn::log2e) * inv[mt][rows::slot(e)];
+      for (int e = 0; e < o_regs::vals; ++e) {
+        const int r = o_regs::row(mt, lane, e);
+        const float lw = lse_w[w * BM + r], lm = lse_m[r];
+        const float weight = lw == attn::neg_inf ? 0.0f : exp2_fast((lw - lm) * attn::log2e) * inv[mt][rows::slot(e)];
 #pragma unroll
-          for (int j = 0; j < o_regs::nt; ++j) {
-            // FP8: output column c holds the values of V's column mma_fp8::n_col(c).
-            const int c = o_regs::col(j, lane, e);
-            float* dst = merge_o + r * D + (fp8 ? mma_fp8::n_col<atom>(c) : c);
-            *dst = (v == 0 ? 0.0f : *dst) + acc_o.f[mt][j].v[e] * weight;
-          }
+        for (int j = 0; j < o_regs::nt; ++j) {
+          // FP8: output column c holds the values of V's column mma_fp8::n_col(c).
+          const int c = o_regs::col(j, lane, e);
+          float* dst = slice + r * mld + (fp8 ? mma_fp8::n_col<atom>(c) : c);
+          *dst = (first ? 0.0f : *dst) + acc_o.f[mt][j].v[e] * weight;
         }
-    }
-    block::sync();
-  }
+      }
+  };
+  const bool upper = warps == 1 || w >= slices;
+  if (upper) add_weighted(true);
+  block::sync();
+  if (!upper) add_weighted(false);
+  block::sync();
+  // Element (r, c) of the merged output: the sum of the slices.
+  const auto merged = [&](int r, int c) {
+    float x = 0.0f;
+#pragma unroll
+    for (int k = 0; k < slices; ++k) x += merge_o[(k * BM + r) * mld + c];
+    return x;
+  };
 
   // Store: rows of the block's packed queries, one 16-byte vector of T (or 4 fp32 partials) per step.
   bool any_bad = bad_len;
@@ -441,7 +457,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       const int t = t0 + r, qi = t / p.group, h = hk * p.group + t % p.group;
       vec<T, per> o;
 #pragma unroll
-      for (int e = 0; e < per; ++e) o[e] = T(any_bad ? nan : merge_o[r * D + c * per + e] * v_scale);
+      for (int e = 0; e < per; ++e) o[e] = T(any_bad ? nan : merged(r, c * per + e) * v_scale);
       store_vec(static_cast<T*>(p.o) + b * p.o_batch + qi * p.o_row + h * p.o_head + c * per, o);
     }
     if (p.lse != nullptr)
@@ -459,7 +475,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
       const std::int64_t row = ((split * batch + b) * p.heads_q + h) * p.seqlen_q + qi;
       vec<float, 4> o;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[e] = any_bad ? nan : merge_o[r * D + c * 4 + e] * v_scale;
+      for (int e = 0; e < 4; ++e) o[e] = any_bad ? nan : merged(r, c * 4 + e) * v_scale;
       store_vec(p.o_part + row * D + c * 4, o);
     }
     for (int r = tid; r < n_rows; r += Threads) {
@@ -471,16 +487,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
 
 //! Merges the splits' partial results: out = sum_s exp(lse_s - lse) O_s, lse = log sum_s exp(lse_s) (splits
 //! without keys have lse_s = -inf and weight 0; all of them: output 0, LSE -inf). A row is Groups groups of D / 4
-//! threads, 4 values each; group g walks the splits g, g + Groups, ... and the groups merge through shared memory
-//! (Groups > 1: for many splits, where one thread walking them all twice, LSEs then outputs, is a chain of
-//! dependent load rounds). Threads / (Groups * D / 4) rows per block.
+//! threads, 4 values each; group g walks the splits g, g + Groups, ... in one pass (an online maximum: each
+//! split's LSE and outputs are loaded together, and the unrolled loads of several splits are in flight at once),
+//! and the groups merge through shared memory. Threads / (Groups * D / 4) rows per block.
 template <class T, int D, int Threads, int Groups>
 PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::decode_params p, int batch) {
   constexpr int lanes_per_row = D / 4;
   constexpr int row_threads = lanes_per_row * Groups;
   constexpr int rows_per_block = Threads / row_threads;
   static_assert(Threads % row_threads == 0, "combine: whole rows per block");
-  // Per row and group: its 4-value slices of the output sum, then its maximum, poison flag and weight sum.
+  // Per row and group: its 4-value slices of the output sum, then its maximum, weight sum and poison flag.
   constexpr int stride = D + 3;
   constexpr int part_floats = Groups > 1 ? rows_per_block * Groups * stride : 1;
   PK_SHARED(float[part_floats], part);
@@ -490,59 +506,60 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::d
   const std::int64_t row = std::int64_t{block_idx().x} * rows_per_block + rb;
   const bool live = row < rows;
   if (Groups == 1 && !live) return;  // with groups, every thread reaches the block's barriers
-  float* mine = Groups > 1 ? part + (rb * Groups + g) * stride : nullptr;
-  // A NaN partial (a bad slot) poisons the row; fmaxf would skip it.
-  float m = attn::neg_inf;
+  // A NaN partial (a bad slot) poisons the row; the comparisons below would skip it.
+  float m = attn::neg_inf, sum = 0.0f;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   bool poisoned = false;
-  // Unrolled: the splits' loads are independent, and several in flight hide their latency.
   if (live) {
 #pragma unroll 8
     for (int s = g; s < p.splits; s += Groups) {
       const float l = p.lse_part[s * rows + row];
-      poisoned |= l != l;
-      m = fmaxf(m, l);
-    }
-  }
-  if constexpr (Groups > 1) {
-    if (c == 0) {
-      mine[D] = m;
-      mine[D + 1] = poisoned ? 1.0f : 0.0f;
-    }
-    block::sync();
-    const float* first = part + rb * Groups * stride;
-#pragma unroll
-    for (int k = 0; k < Groups; ++k) {
-      m = fmaxf(m, first[k * stride + D]);
-      poisoned |= first[k * stride + D + 1] != 0.0f;
-    }
-  }
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float sum = 0.0f;
-  if (live && !poisoned && m != attn::neg_inf) {
-#pragma unroll 8
-    for (int s = g; s < p.splits; s += Groups) {
-      const float l = p.lse_part[s * rows + row];
-      const float wgt = l == attn::neg_inf ? 0.0f : exp2_fast((l - m) * attn::log2e);
-      sum += wgt;
       const vec<float, 4> o = load_vec<4>(p.o_part + (s * rows + row) * D + c * 4);
+      poisoned |= l != l;
+      // Without branches: what was summed so far scales by exp(m - m') (1 while both are -inf), the split
+      // weighs exp(l - m') (0 for a split without keys, and for NaN, which fmaxf skips and the flag keeps).
+      const float mn = fmaxf(m, l);
+      const float r = mn == attn::neg_inf ? 1.0f : exp2_fast((m - mn) * attn::log2e);
+      const float wgt = l > attn::neg_inf ? exp2_fast((l - mn) * attn::log2e) : 0.0f;
+      sum = sum * r + wgt;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] += wgt * o[e];
+      for (int e = 0; e < 4; ++e) acc[e] = acc[e] * r + wgt * o[e];
+      m = mn;
     }
   }
   if constexpr (Groups > 1) {
+    float* mine = part + (rb * Groups + g) * stride;
 #pragma unroll
     for (int e = 0; e < 4; ++e) mine[c * 4 + e] = acc[e];
-    if (c == 0) mine[D + 2] = sum;
-    block::sync();
-    if (g != 0) return;
-    const float* first = part + rb * Groups * stride;
-#pragma unroll
-    for (int k = 1; k < Groups; ++k) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] += first[k * stride + c * 4 + e];
-      sum += first[k * stride + D + 2];
+    if (c == 0) {
+      mine[D] = m;
+      mine[D + 1] = sum;
+      mine[D + 2] = poisoned ? 1.0f : 0.0f;
     }
-    if (!live) return;
+    block::sync();
+    if (g != 0 || !live) return;
+    const float* first = part + rb * Groups * stride;
+    float mm = attn::neg_inf;
+#pragma unroll
+    for (int k = 0; k < Groups; ++k) {
+      mm = fmaxf(mm, first[k * stride + D]);
+      poisoned |= first[k * stride + D + 2] != 0.0f;
+    }
+    sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e] = 0.0f;
+    if (mm != attn::neg_inf) {
+#pragma unroll
+      for (int k = 0; k < Groups; ++k) {
+        const float mk = first[k * stride + D];
+        if (mk == attn::neg_inf) continue;
+        const float r = exp2_fast((mk - mm) * attn::log2e);
+        sum += r * first[k * stride + D + 1];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[e] += r * first[k * stride + c * 4 + e];
+      }
+    }
+    m = mm;
   }
   const float nan = __builtin_nanf("");
   const float inv = poisoned ? nan : (sum > 0.0f ? 1.0f / sum : 0.0f);
@@ -636,19 +653,24 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
       break;
   }
   if (c.p.splits == 1) return {};
-  // The merge: one group of D / 4 threads per row, or, from combine_group_splits splits on, up to 4 groups
-  // splitting the splits between them.
-  constexpr int combine_threads = 128;
-  constexpr int wide_groups = combine_threads / (D / 4) >= 4 ? 4 : combine_threads / (D / 4);
-  const bool wide = c.p.splits >= attn_dec::combine_group_splits;
-  const int rows_per_block = combine_threads / (D / 4 * (wide ? wide_groups : 1));
+  // The merge: one group of D / 4 threads per row; from combine_group_splits splits on, up to 4 groups in 128
+  // threads; from combine_many_splits on, up to 16 in 512.
   const std::int64_t rows = std::int64_t{c.batch} * c.p.heads_q * c.p.seqlen_q;
-  launch_shape cs;
-  cs.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
-  cs.block_x = combine_threads;
-  cs.name = "attn_decode_combine";
-  if (wide) return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads, wide_groups>, cs, c.p, c.batch);
-  return launch(*c.s, &attn_decode_combine_kernel<T, D, combine_threads, 1>, cs, c.p, c.batch);
+  const auto merge = [&](auto kernel, int threads, int groups) {
+    const int rows_per_block = threads / (D / 4 * groups);
+    launch_shape cs;
+    cs.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+    cs.block_x = static_cast<unsigned>(threads);
+    cs.name = "attn_decode_combine";
+    return launch(*c.s, kernel, cs, c.p, c.batch);
+  };
+  constexpr int lanes = D / 4;
+  constexpr int small = 128, large = 512;
+  constexpr int g4 = small / lanes >= 4 ? 4 : small / lanes, g16 = large / lanes >= 16 ? 16 : large / lanes;
+  if (c.p.splits >= attn_dec::combine_many_splits)
+    return merge(&attn_decode_combine_kernel<T, D, large, g16>, large, g16);
+  if (c.p.splits >= attn_dec::combine_group_splits) return merge(&attn_decode_combine_kernel<T, D, small, g4>, small, g4);
+  return merge(&attn_decode_combine_kernel<T, D, small, 1>, small, 1);
 }
 
 template <class T, int D>
