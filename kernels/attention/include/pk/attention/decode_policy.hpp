@@ -77,6 +77,20 @@ constexpr bool decode_declares_spills(archdb::arch a, const decode_policy&, int 
 //! The cache's storage formats the kernel reads (runtime parameter: one instance reads all three).
 enum class kv_format : std::uint8_t { same, e4m3fn, e4m3fnuz };
 
+//! The split combine (attn_decode_combine_kernel): a row's head_dim / 4 threads walk its splits. With one group
+//! of them per row, batch 1 with 8 query heads and 128 splits ran the combine as 2 blocks whose threads walked all
+//! 128 splits (H200, 2026-12-04; bench/results/decode-h200-2026-12-04.md), so from decode_combine_group_splits
+//! splits on a row has up to 4 groups in a 128-thread block, and from decode_combine_many_splits on up to 16 in
+//! a 512-thread block, each group walking a share of the splits.
+inline constexpr int decode_combine_group_splits = 16;
+inline constexpr int decode_combine_many_splits = 64;
+constexpr int decode_combine_threads(int splits) { return splits >= decode_combine_many_splits ? 512 : 128; }
+constexpr int decode_combine_groups(int splits, int head_dim) {
+  const int want = splits >= decode_combine_many_splits ? 16 : (splits >= decode_combine_group_splits ? 4 : 1);
+  const int fit = decode_combine_threads(splits) / (head_dim / 4);
+  return want < fit ? want : fit;
+}
+
 //! The end-of-block merge of a block's warps: the upper half of the warps store their weighted outputs into
 //! one fp32 slice each, the lower half add theirs into those slices, and the stores read the sum of the slices
 //! (two barriers: the warps do not take turns). One warp: one slice.

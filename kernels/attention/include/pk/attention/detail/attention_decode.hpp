@@ -44,15 +44,6 @@ PK_DETAIL_TARGET_BEGIN
 namespace impl {
 namespace attn_dec {
 
-//! From this many splits on, the combine gives each row up to 4 groups of threads, each walking a share of the
-//! splits: with one group per row, batch 1 with 8 query heads and 128 splits ran the combine as 2 blocks whose
-//! threads walked all 128 splits twice (LSEs, then outputs): a 53 us call of which the split kernel took 34 us
-//! (H200, 2026-12-04; bench/results/decode-h200-2026-12-04.md).
-inline constexpr int combine_group_splits = 16;
-//! From this many splits on, up to 16 groups per row (512 threads): a group walks at most a few unrolled rounds
-//! of splits (512 splits: 32 each).
-inline constexpr int combine_many_splits = 64;
-
 //! The page of cache position t of sequence b: -1 when the table's entry is outside the cache (contiguous
 //! caches: page b).
 PK_DEVICE PK_FORCEINLINE std::int64_t page_of(const attention::kv_cache_params& c, int b, std::int64_t t) {
@@ -653,8 +644,7 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
       break;
   }
   if (c.p.splits == 1) return {};
-  // The merge: one group of D / 4 threads per row; from combine_group_splits splits on, up to 4 groups in 128
-  // threads; from combine_many_splits on, up to 16 in 512.
+  // The merge: groups of D / 4 threads per row (attention::decode_combine_groups), one instance per block size.
   const std::int64_t rows = std::int64_t{c.batch} * c.p.heads_q * c.p.seqlen_q;
   const auto merge = [&](auto kernel, int threads, int groups) {
     const int rows_per_block = threads / (D / 4 * groups);
@@ -664,13 +654,14 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
     cs.name = "attn_decode_combine";
     return launch(*c.s, kernel, cs, c.p, c.batch);
   };
-  constexpr int lanes = D / 4;
-  constexpr int small = 128, large = 512;
-  constexpr int g4 = small / lanes >= 4 ? 4 : small / lanes, g16 = large / lanes >= 16 ? 16 : large / lanes;
-  if (c.p.splits >= attn_dec::combine_many_splits)
-    return merge(&attn_decode_combine_kernel<T, D, large, g16>, large, g16);
-  if (c.p.splits >= attn_dec::combine_group_splits) return merge(&attn_decode_combine_kernel<T, D, small, g4>, small, g4);
-  return merge(&attn_decode_combine_kernel<T, D, small, 1>, small, 1);
+  using attention::decode_combine_groups, attention::decode_combine_threads;
+  constexpr int many = attention::decode_combine_many_splits, some = attention::decode_combine_group_splits;
+  constexpr int t_many = decode_combine_threads(many), g_many = decode_combine_groups(many, D);
+  constexpr int t_some = decode_combine_threads(some), g_some = decode_combine_groups(some, D);
+  constexpr int t_one = decode_combine_threads(1);
+  if (c.p.splits >= many) return merge(&attn_decode_combine_kernel<T, D, t_many, g_many>, t_many, g_many);
+  if (c.p.splits >= some) return merge(&attn_decode_combine_kernel<T, D, t_some, g_some>, t_some, g_some);
+  return merge(&attn_decode_combine_kernel<T, D, t_one, 1>, t_one, 1);
 }
 
 template <class T, int D>
