@@ -39,7 +39,10 @@ TEST(Archdb_ArchTable, RowsAreConsistent) {
     if (t.vendor_id == ad::vendor::amd) {
       EXPECT_FALSE(t.has_tma);
       EXPECT_FALSE(t.has_clusters);
+      EXPECT_FALSE(t.has_grid_dependency);
     }
+    // griddepcontrol: sm_90 and later, which are the NVIDIA rows with clusters.
+    if (t.vendor_id == ad::vendor::nvidia) EXPECT_EQ(t.has_grid_dependency, t.has_clusters);
   }
 }
 

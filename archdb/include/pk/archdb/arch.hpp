@@ -68,6 +68,10 @@ struct arch_traits {
   bool has_clusters;    //!< thread-block clusters / distributed shared memory
   mma_family mma;       //!< matrix family the portable attention path uses
   bool has_wgmma;       //!< wgmma.mma_async available (sm_90a only)
+  //! Programmatic dependent launch: a kernel may start while the previous one in its stream finishes, and waits
+  //! for it with griddepcontrol.wait. [PTX griddepcontrol]: PTX ISA, "griddepcontrol": introduced in PTX ISA
+  //! 7.8, requires sm_90 or higher (https://docs.nvidia.com/cuda/parallel-thread-execution/, not in ARCH_FACTS §9).
+  bool has_grid_dependency;
 };
 
 // Row conventions:
@@ -86,7 +90,8 @@ inline constexpr arch_traits arch_table[] = {
      32,                         // min_warp_size [STYLE rule 4]
      1024,                       // common to all rows [PG-CC][LLVM getMaxFlatWorkGroupSize]
      32, 4,                      // 32 x 4 B on every sourced row [PG-CC Tbl 31][RPC]
-     false, false, false, mma_family::none, false},
+     false, false, false, mma_family::none, false,
+     false},                     // the host pass
     {arch::sm80, vendor::nvidia, "sm_80", arch::generic,
      32,                         // [PG-CC]
      1024,                       // [PG-CC]
@@ -95,21 +100,24 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // no TMA [PG-CC Tbl 29]
      false,                      // no clusters [PG-CC]
      mma_family::mma_sync_m16n8k16,  // [TG-AMP][CUTLASS mma_sm80]
-     false},                     // wgmma is sm_90a only [LLVM-D155851]
+     false,  // wgmma is sm_90a only [LLVM-D155851]
+     false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm86, vendor::nvidia, "sm_86", arch::sm80,  // same instruction set as sm_80 minus FP64 TC [PG-CC Tbl 33]
      32, 1024,                   // [PG-CC]
      32, 4,                      // [PG-CC Tbl 31]
      true,                       // cp.async [PG-CC Tbl 29]
      false, false,               // [PG-CC Tbl 29]
      mma_family::mma_sync_m16n8k16,  // [PG-CC Tbl 33]
-     false},                     // [LLVM-D155851]
+     false,  // [LLVM-D155851]
+     false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm89, vendor::nvidia, "sm_89", arch::sm86,  // sm_86 limits (48 warps, 99 KB) + FP8 mma [PG-CC][CUTLASS mma_sm89]
      32, 1024,                   // [PG-CC]
      32, 4,                      // [PG-CC Tbl 31]
      true,                       // cp.async [PG-CC Tbl 29]
      false, false,               // [PG-CC Tbl 29]
      mma_family::mma_sync_m16n8k16,  // [CUTLASS mma_sm89]
-     false},                     // [LLVM-D155851]
+     false,  // [LLVM-D155851]
+     false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm90a, vendor::nvidia, "sm_90a", arch::sm80,  // mma.sync/cp.async baseline path [ARCH_FACTS §5]
      32, 1024,                   // [PG-CC]
      32, 4,                      // [PG-CC Tbl 31]
@@ -117,7 +125,8 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // cp.async.bulk.tensor, PTX ISA 8.0 SM_90 [CCCL]
      true,                       // clusters / DSMEM [PG-CC]
      mma_family::mma_sync_m16n8k16,  // portable path; mma.sync still present [ARCH_FACTS §5]
-     true},                      // wgmma needs sm_90a [LLVM-D155851]
+     true,  // wgmma needs sm_90a [LLVM-D155851]
+     true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::sm100, vendor::nvidia, "sm_100", arch::sm80,  // sm_90a code does not run here [ARCH_FACTS §7.10]
      32, 1024,                   // [PG-CC]
      32, 4,                      // [PG-CC Tbl 31]
@@ -125,7 +134,8 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // TMA [PG-CC Tbl 29][TG-BW]
      true,                       // clusters, portable 8 / non-portable 16 [TG-BW]
      mma_family::mma_sync_m16n8k16,  // portable path; tcgen05 needs sm_100a [CCCL tcgen05_alloc.h]
-     false},                     // no wgmma on sm_100 [LLVM-D155851][ARCH_FACTS §5]
+     false,  // no wgmma on sm_100 [LLVM-D155851][ARCH_FACTS §5]
+     true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::sm120, vendor::nvidia, "sm_120", arch::sm89,  // sm_89-like limits and mma.sync set [ARCH_FACTS §7.8]
      32, 1024,                   // [PG-CC]
      32, 4,                      // [PG-CC Tbl 31]
@@ -133,7 +143,8 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // TMA for sm120f [CUTLASS config.hpp][PG-CC Tbl 29]
      true,                       // clusters [PG-CC]
      mma_family::mma_sync_m16n8k16,  // no tcgen05/wgmma [CUTLASS mma_sm120][NVF-tcgen05]
-     false},                     // [NVF-tcgen05][LLVM-D155851]
+     false,  // [NVF-tcgen05][LLVM-D155851]
+     true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::gfx90a, vendor::amd, "gfx90a", arch::generic,
      64,                         // wave64 [ROCM-SPECS]
      1024,                       // [LLVM getMaxFlatWorkGroupSize]
@@ -141,7 +152,8 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // LDS DMA is 4 B/lane only [LLVM][GH-DTL]; see row conventions
      false, false,               // no TMA / clusters on AMD [ARCH_FACTS §5]
      mma_family::mfma_cdna2,     // MFMA 32x32x8 / 16x16x16 [MIC cdna2]
-     false},
+     false,
+     false},                     // griddepcontrol is an NVIDIA PTX instruction [PTX griddepcontrol]
     {arch::gfx942, vendor::amd, "gfx942", arch::gfx90a,  // same MFMA shapes, wave64, 64 KiB LDS [MIC][ROCM-SPECS]
      64,                         // [ROCM-SPECS]
      1024,                       // [LLVM getMaxFlatWorkGroupSize]
@@ -149,7 +161,8 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // <= 4 B/lane LDS DMA [LLVM-GCNST]
      false, false,               // [ARCH_FACTS §5]
      mma_family::mfma_cdna3,     // [MIC cdna3]
-     false},
+     false,
+     false},                     // griddepcontrol is an NVIDIA PTX instruction [PTX griddepcontrol]
     {arch::gfx950, vendor::amd, "gfx950", arch::gfx942,  // gfx942 MFMA set is a subset [LLVM-gfx950-mfma]
      64,                         // [ROCM-SPECS]
      1024,                       // [LLVM getMaxFlatWorkGroupSize]
@@ -157,7 +170,8 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // 16 B/lane LDS DMA exists but is not cp.async-like [LLVM-GCNST][TL-2058]
      false, false,               // [ARCH_FACTS §5]
      mma_family::mfma_cdna4,     // [LLVM-gfx950-mfma]
-     false},
+     false,
+     false},                     // griddepcontrol is an NVIDIA PTX instruction [PTX griddepcontrol]
     {arch::gfx1100, vendor::amd, "gfx1100", arch::generic,
      32,                         // native wave32 [ROCM-SPECS][LLVM-BASEINFO]
      1024,                       // [LLVM getMaxFlatWorkGroupSize]
@@ -165,7 +179,8 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // LDS-DMA on gfx11 unverified (unsourced, ARCH_FACTS §5)
      false, false,               // [ARCH_FACTS §5]
      mma_family::wmma_rdna3,     // WMMA 16x16x16 [MIC rdna3]
-     false},
+     false,
+     false},                     // griddepcontrol is an NVIDIA PTX instruction [PTX griddepcontrol]
     // gfx1201 (RDNA4) does not fall back to gfx1100: its WMMA takes other operand layouts (no lane
     // duplication), so RDNA3 code is wrong there [GPUOPEN-RDNA4: AMD GPUOpen, "Using the Matrix Cores of AMD
     // RDNA 4 architecture GPUs", https://gpuopen.com/learn/using_matrix_core_amd_rdna4/].
@@ -176,7 +191,8 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // no per-lane async copy known on gfx12 (unsourced)
      false, false,               // [ARCH_FACTS §5]
      mma_family::wmma_rdna4,     // WMMA 16x16x16, gfx12 operand layouts [GPUOPEN-RDNA4][LLVM BuiltinsAMDGPU *_gfx12]
-     false},
+     false,
+     false},                     // griddepcontrol is an NVIDIA PTX instruction [PTX griddepcontrol]
 };
 
 //! Number of rows in arch_table (== number of arch enumerators).

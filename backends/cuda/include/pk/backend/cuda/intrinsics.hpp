@@ -36,5 +36,8 @@ __device__ __forceinline__ void warp_sync() { __syncwarp(full_mask); }
 __device__ __forceinline__ void block_sync() { __syncthreads(); }
 __device__ __forceinline__ void thread_fence() { __threadfence(); }
 [[noreturn]] __device__ __forceinline__ void trap() { __trap(); }
+// Programmatic dependent launch (sm_90 and later; portable/grid_dependency.hpp calls these only there).
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 }  // namespace pk::backend::cuda

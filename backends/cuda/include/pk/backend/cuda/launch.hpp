@@ -15,13 +15,31 @@ namespace pk::backend::cuda {
 //! [PG-CC: "48 KB static shared memory limit"; dynamic allocations above it need the opt-in].
 inline constexpr std::size_t default_dynamic_smem_limit = 48 * 1024;
 
+//! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization; only
+//! on devices that have it, archdb has_grid_dependency): the kernel may start before the previous kernel of the
+//! stream completes, and waits for it in device code (griddepcontrol.wait).
 template <class... KArgs, class... Args>
 pk::status launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, void* stream, const char* name,
-                  Args&&... args) {
+                  bool overlap_previous, Args&&... args) {
   if (smem > default_dynamic_smem_limit) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return from_error(e, (std::string(name) + ": opting into dynamic shared memory").c_str());
+  }
+  if (overlap_previous) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<Args&&>(args)...);
+    if (e != cudaSuccess) return from_error(e, (std::string(name) + ": launch").c_str());
+    return {};
   }
   kernel<<<grid, block, smem, static_cast<cudaStream_t>(stream)>>>(static_cast<Args&&>(args)...);
   const cudaError_t e = cudaGetLastError();

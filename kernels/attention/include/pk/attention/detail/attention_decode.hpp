@@ -30,6 +30,7 @@
 #include <pk/portable/async_copy.hpp>
 #include <pk/portable/block.hpp>
 #include <pk/portable/fp8.hpp>
+#include <pk/portable/grid_dependency.hpp>
 #include <pk/portable/math.hpp>
 #include <pk/portable/memory.hpp>
 #include <pk/portable/launch.hpp>
@@ -371,6 +372,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
     if (lookup) put(buf, next);
   }
 
+  // The split combine (launched to overlap this kernel's end) may be scheduled once every block is past its loop.
+  grid_release_dependents();
+
   // Merge the warps: each warp's rows have (lse_w, O_w / l_w); the block's lse = log sum_w exp(lse_w) and
   // O = sum_w exp(lse_w - lse) O_w / l_w (a warp that saw no key has lse_w = -inf and weight 0).
   async_copy_wait_all();
@@ -497,6 +501,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_combine_kernel(attention::d
   const std::int64_t row = std::int64_t{block_idx().x} * rows_per_block + rb;
   const bool live = row < rows;
   if (Groups == 1 && !live) return;  // with groups, every thread reaches the block's barriers
+  grid_wait_previous();  // the split kernel's partials
   // A NaN partial (a bad slot) poisons the row; the comparisons below would skip it.
   float m = attn::neg_inf, sum = 0.0f;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -652,6 +657,7 @@ status attn_decode_launch_policy(const attention::decode_call& c) {
     cs.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
     cs.block_x = static_cast<unsigned>(threads);
     cs.name = "attn_decode_combine";
+    cs.overlaps_previous = true;  // its launch overlaps the split kernel's last blocks
     return launch(*c.s, kernel, cs, c.p, c.batch);
   };
   using attention::decode_combine_groups, attention::decode_combine_threads;
