@@ -34,19 +34,21 @@ constexpr double tile_fixed_us = 1.16;
 constexpr double block_stream_bytes_per_us = 160e3;
 // The split model below is fitted to a graph-timed split sweep on the H200 (bench/results/decode-h200-2026-12-04b.md:
 // 15 shapes, bf16, head_dim 128, page 16, 1 to 512 splits; the shapes whose K/V fit in L2 left out): rms error
-// 7% over 180 timings, and its choice within 1% of the best measured count on every shape:
-// - the waves stream at 0.9 of the database's peak bandwidth (combined with the blocks' tile periods as a
-//   2-norm, so this is not a measured rate: pk's best measured is 4.1 TB/s, 0.86 of the peak);
-constexpr double achievable_bw_share = 0.9;
-// - the first wave waits 5 us more: a block's sequence length, then its table entries, then its first K/V tile
+// 6% over 190 timings, and its choice the best measured count on every shape:
+// - a wave's bytes at 0.85 of the database's peak bandwidth (pk's best measured, 4.1 TB/s) and its blocks' tile
+//   periods combine as a 3-norm: near the crossover, loaded memory stretches every block's period (a max would
+//   stop at one block per SM; a 2-norm picked 228 splits for batch 1, 8/1 heads, 128k, 6.6% slower than 256);
+constexpr double achievable_bw_share = 0.85;
+// - the first wave waits 7 us more: a block's sequence length, then its table entries, then its first K/V tile
 //   (three dependent loads) before it streams, and the end-of-block merge of its warps;
-constexpr double first_wave_us = 5.0;
-// - each later wave 2.5 us: its blocks' dependent loads, partly hidden by the blocks still streaming;
-constexpr double later_wave_us = 2.5;
-// - the split combine (a dependent second kernel): 1 us, plus 0.3 us per split that one group of a row's threads
-//   walks (decode_combine_groups), plus the partials' bytes.
-constexpr double combine_launch_us = 1.0;
-constexpr double combine_us_per_walked_split = 0.3;
+constexpr double first_wave_us = 7.0;
+// - each later wave 2 us: its blocks' dependent loads, partly hidden by the blocks still streaming;
+constexpr double later_wave_us = 2.0;
+// - the split combine (a dependent second kernel): 1.3 us (2 us fitted with a stream-ordered launch; launched to
+//   overlap the split kernel's end it measured 0.6-1.1 us faster on every split row), plus 0.1 us per split that
+//   one group of a row's threads walks (decode_combine_groups), plus the partials' bytes.
+constexpr double combine_launch_us = 1.3;
+constexpr double combine_us_per_walked_split = 0.1;
 // FP8 caches: the codes are turned into fp16 in the operand loads, which adds little to a block's tile period.
 // Measured on the H200 (bench/results/decode-h200-2026-12-02.md, split sweep, 32/8 heads, batch 1, 128k, one
 // block per SM): 1.30 us per 64-key FP8 tile, where the model without conversion gives 1.26 us (bf16: 1.39
@@ -88,12 +90,11 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     const std::int64_t per_block_tiles = ceil_div(tiles, s);
     const double block_bytes = double(per_block_tiles) * tile_bytes;
     // Wave by wave: the wave's bytes at the achievable bandwidth, and its blocks each streaming (and, for FP8,
-    // converting) a tile at a time (a partial last wave is latency-bound). The two
-    // bounds combine as a 2-norm, not a max: near the crossover, loaded memory stretches every block's tile
-    // period (split sweep on the H200: the best count put 1.5-2 blocks per SM, where a max would stop at one).
+    // converting) a tile at a time (a partial last wave is latency-bound); the two bounds combine as a 3-norm.
     c.tile_us = period + conv_us;
     const auto wave_us = [&](std::int64_t in_wave) {
-      return std::hypot(double(in_wave) * block_bytes / bw, double(per_block_tiles) * c.tile_us);
+      const double stream = double(in_wave) * block_bytes / bw, periods = double(per_block_tiles) * c.tile_us;
+      return std::cbrt(stream * stream * stream + periods * periods * periods);
     };
     // Full waves, then the partial one (closed form: the planner runs on every call).
     const std::int64_t full = c.blocks / slots, rest = c.blocks % slots;
