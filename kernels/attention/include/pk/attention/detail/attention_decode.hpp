@@ -379,6 +379,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS(Threads) void attn_decode_kernel(attention::decode_pa
   // O = sum_w exp(lse_w - lse) O_w / l_w (a warp that saw no key has lse_w = -inf and weight 0).
   async_copy_wait_all();
   block::sync();  // every warp is past its last tile: the K/V region is free
+  static_assert((warps & (warps - 1)) == 0, "decode: the merge pairs the warps (a power of two of them)");
   constexpr int slices = attention::decode_merge_slices(warps);
   constexpr int mld = D + attention::decode_merge_pad;  // a merge row's pitch, floats
   float* merge_o = reinterpret_cast<float*>(kv_base);  // [slices][BM][mld]
