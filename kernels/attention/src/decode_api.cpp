@@ -44,10 +44,12 @@ constexpr double achievable_bw_share = 0.85;
 constexpr double first_wave_us = 7.0;
 // - each later wave 2 us: its blocks' dependent loads, partly hidden by the blocks still streaming;
 constexpr double later_wave_us = 2.0;
-// - the split combine (a dependent second kernel): 1.3 us (2 us fitted with a stream-ordered launch; launched to
-//   overlap the split kernel's end it measured 0.6-1.1 us faster on every split row), plus 0.1 us per split that
-//   one group of a row's threads walks (decode_combine_groups), plus the partials' bytes.
-constexpr double combine_launch_us = 1.3;
+// - the split combine (a dependent second kernel): 2 us with a stream-ordered launch, 1.3 where it launches to
+//   overlap the split kernel's end (archdb has_grid_dependency; measured 0.6-1.1 us faster on every split row),
+//   plus 0.1 us per split that one group of a row's threads walks (decode_combine_groups), plus the partials'
+//   bytes. (A build whose code predates sm_90 launches it stream-ordered on any device: 0.7 us unmodelled.)
+constexpr double combine_launch_us = 2.0;
+constexpr double combine_overlapped_launch_us = 1.3;
 constexpr double combine_us_per_walked_split = 0.1;
 // FP8 caches: the codes are turned into fp16 in the operand loads, which adds little to a block's tile period.
 // Measured on the H200 (bench/results/decode-h200-2026-12-02.md, split sweep, 32/8 heads, batch 1, 128k, one
@@ -101,7 +103,8 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     c.us = (rest > 0 ? wave_us(rest) : 0.0) + (full > 0 ? double(full) * wave_us(slots) : 0.0);
     c.us += first_wave_us + double(c.waves - 1) * later_wave_us;
     if (s > 1)
-      c.us += combine_launch_us + combine_us_per_walked_split * s / decode_combine_groups(s, pr.head_dim) + rows_total * pr.head_dim * 4.0 * (s + 1) / bw;
+      c.us += (archdb::traits(d.isa).has_grid_dependency ? combine_overlapped_launch_us : combine_launch_us) +
+              combine_us_per_walked_split * s / decode_combine_groups(s, pr.head_dim) + rows_total * pr.head_dim * 4.0 * (s + 1) / bw;
     all.push_back(c);
     if (pr.num_splits > 0) break;
   }

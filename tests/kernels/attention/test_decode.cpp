@@ -202,6 +202,26 @@ bool upload(const stream& s, const decode_case& c, const cache_data& cd, device_
   return true;
 }
 
+// The split count attention_decode runs for a case (a forced count is cut to the key tiles of the context: the
+// hint, else the capacity).
+int planned_splits(const stream& s, const decode_case& c, std::int64_t capacity) {
+  attention::decode_problem pr;
+  pr.type = c.type;
+  pr.kv_type = c.kv;
+  pr.batch = static_cast<int>(c.lens.size());
+  pr.heads_q = c.heads_q;
+  pr.heads_kv = c.heads_kv;
+  pr.head_dim = c.d;
+  pr.seqlen_q = c.sq;
+  pr.context = c.max_seqlen_k > 0 ? c.max_seqlen_k : capacity;
+  pr.page_size = c.page_size;
+  pr.causal = c.causal;
+  pr.window_left = c.window_left;
+  pr.window_right = c.window_right;
+  pr.num_splits = c.splits;
+  return attention::plan_decode(s.device(), pr).splits;
+}
+
 // Runs one case; out/lse (host copies) are returned for comparisons between runs.
 void run_decode(const stream& s, const decode_case& c, std::uint64_t sd, std::vector<std::uint16_t>* out_copy = nullptr) {
   SCOPED_TRACE(c.label() + " (data seed " + std::to_string(sd) + ")");
@@ -389,9 +409,12 @@ TEST_P(AttentionDecode, ForcedSplitCounts) {
   }
 }
 
-// The combine's grouped paths (from 16 splits: 4 groups of threads per row at head_dim 64 and 128, 2 at 256;
-// from 64: 16 groups, 8 at 256): split counts that are not a multiple of the groups, more splits than keys, empty sequences, and an odd number of
-// rows (3 query heads x 3 sequences), so that a block of two rows (head_dim 64) has a row past the end.
+// The combine's paths (1 group of threads per row below 16 splits; from 16, 4 groups at head_dim 64 and 128, 2
+// at 256; from 64, 16 groups, 8 at 256) at counts the planner does not cut (a capacity of a 64-key tile per
+// split): counts that are not a multiple of the groups, splits without keys (611 keys fill 10 of them), empty
+// sequences, and an odd number of rows (3 query heads x 3 sequences), so that a block of two rows (head_dim 64)
+// has a row past the end. At the largest count 5003 keys fill 79 splits, several per group, so that a group's
+// one-pass walk meets new maxima after earlier splits.
 TEST_P(AttentionDecode, CombineGroupsOfSplits) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
@@ -403,10 +426,10 @@ TEST_P(AttentionDecode, CombineGroupsOfSplits) {
       c.heads_q = 3;
       c.heads_kv = 1;
       c.page_size = 16;
-      // At the largest count 79 of the splits hold keys (of 64-key tiles), several per group, so that a group's
-      // one-pass walk meets new maxima after earlier splits.
       c.lens = {splits == max_decode_splits ? 5003 : 611, 1, 0};
+      c.capacity = splits * 64;
       c.splits = splits;
+      ASSERT_EQ(planned_splits(s, c, c.capacity), splits) << "the forced count must stand, d " << d;
       run_decode(s, c, sd + static_cast<std::uint64_t>(d + splits));
       if (HasFatalFailure()) return;
     }
@@ -654,6 +677,7 @@ TEST_P(AttentionDecode, BadArgumentsNameTheRule) {
   std::mt19937_64 rng(sd);
   decode_case c;
   c.lens = {10, 20};
+  c.capacity = 64 * 64;  // room for 64 splits of a 64-key tile (the bad-page case forces them)
   cache_data cd = make_cache(c, rng);
   device_cache dc;
   kv_cache kc;
@@ -810,22 +834,51 @@ TEST_P(AttentionDecode, BadArgumentsNameTheRule) {
     a.cache.seqlens = dl.data();
     expect(a, errc::invalid_argument, "cache.seqlens[1]");
   } else {
-    // The GPU does not read the table on the host: a bad page poisons its rows and sets the error flag.
+    // The GPU does not read the table on the host: a bad page poisons its sequence's rows, output and LSE, also
+    // through each of the split combine's paths (1, 4 and 16 groups of threads per row), and sets the error flag;
+    // the other sequence's rows stay finite. The outputs are filled first with a finite value that no output or LSE
+    // of these inputs comes near (outputs are convex combinations of N(0, 1) values, the LSEs a few units), so that
+    // NaN is what the kernels wrote.
     std::vector<std::int32_t> table = cd.table;
     table[0] = -5;
     device_buffer<std::int32_t> dt, derr;
+    device_buffer<float> dlse;
+    const std::size_t nl = static_cast<std::size_t>(2) * c.heads_q * c.sq;
     ASSERT_TRUE(dt.allocate(s, table.size()) && dt.upload(table));
-    ASSERT_TRUE(derr.allocate(s, 1) && derr.upload(std::vector<std::int32_t>{0}));
-    decode_args a = good;
-    a.cache.block_table.data = dt.data();
-    a.error = derr.data();
-    ASSERT_TRUE(attention_decode(s, a));
-    ASSERT_TRUE(synchronize(s));
-    std::vector<std::int32_t> e;
-    std::vector<std::uint16_t> out;
-    ASSERT_TRUE(derr.download(e) && dout.download(out));
-    EXPECT_EQ(e[0], 1);
-    EXPECT_TRUE(std::isnan(from_bits(c.type, out[0]))) << "the sequence with the bad page gives NaN";
+    ASSERT_TRUE(derr.allocate(s, 1) && dlse.allocate(s, nl));
+    constexpr float fill_value = 1000.0f;
+    const std::uint16_t fill = to_bits(c.type, fill_value);
+    for (const int splits : {0, 3, 20, 64}) {
+      SCOPED_TRACE("num_splits " + std::to_string(splits));
+      ASSERT_TRUE(derr.upload(std::vector<std::int32_t>{0}) && dout.upload(std::vector<std::uint16_t>(n, fill)) &&
+                  dlse.upload(std::vector<float>(nl, fill_value)));
+      decode_args a = good;
+      a.cache.block_table.data = dt.data();
+      a.error = derr.data();
+      a.lse = dlse.data();
+      a.num_splits = splits;
+      ASSERT_TRUE(attention_decode(s, a));
+      ASSERT_TRUE(synchronize(s));
+      std::vector<std::int32_t> e;
+      std::vector<std::uint16_t> out;
+      std::vector<float> lse;
+      ASSERT_TRUE(derr.download(e) && dout.download(out) && dlse.download(lse));
+      EXPECT_EQ(e[0], 1);
+      // out [2][sq][heads_q][d], lse [2][heads_q][sq]: sequence 0 holds the bad page.
+      for (std::size_t i = 0; i < n; ++i) {
+        const float x = from_bits(c.type, out[i]);
+        if (i < n / 2)
+          ASSERT_TRUE(std::isnan(x)) << "sequence 0 (the bad page), element " << i;
+        else
+          ASSERT_TRUE(std::isfinite(x) && out[i] != fill) << "sequence 1, element " << i << " = " << x;
+      }
+      for (std::size_t i = 0; i < nl; ++i) {
+        if (i < nl / 2)
+          ASSERT_TRUE(std::isnan(lse[i])) << "sequence 0's LSE " << i;
+        else
+          ASSERT_TRUE(std::isfinite(lse[i]) && lse[i] != fill_value) << "sequence 1's LSE " << i << " = " << lse[i];
+      }
+    }
     return;
   }
   std::vector<std::uint16_t> out;

@@ -274,7 +274,7 @@ pk_status pk_attention_forward(pk_stream_t stream, const pk_attention_args* args
  *    page index outside [0, num_pages) or a length past the capacity makes the affected output rows NaN
  *    (decode) or writes nothing (append), and sets *error (if not NULL) to 1.
  *  - Splits: num_splits 0 lets the planner cut each sequence's keys into splits (FlashDecoding) so that
- *    batch x heads_kv x splits blocks fill the device; 1..128 forces a count. The partial results are
+ *    batch x heads_kv x splits blocks fill the device; 1..512 forces a count. The partial results are
  *    merged by a second kernel (workspace: the stream's scratch or pk::set_workspace_allocator). */
 typedef struct pk_kv_cache {
   pk_tensor k, v;               /* paged [num_pages, page_size, heads_kv, head_dim];

@@ -7,7 +7,10 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace pk::backend::cuda {
 
@@ -15,9 +18,30 @@ namespace pk::backend::cuda {
 //! [PG-CC: "48 KB static shared memory limit"; dynamic allocations above it need the opt-in].
 inline constexpr std::size_t default_dynamic_smem_limit = 48 * 1024;
 
-//! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization; only
-//! on devices that have it, archdb has_grid_dependency): the kernel may start before the previous kernel of the
-//! stream completes, and waits for it in device code (griddepcontrol.wait).
+//! Whether `kernel`, as loaded on the current device, was compiled for sm_90 or later (its PTX virtual
+//! architecture): only such code holds the griddepcontrol.wait that an overlapped launch relies on. Code
+//! compiled for an older architecture and JIT-compiled for a newer device (an sm_80 build on an H200; an sm_80 +
+//! sm_90a build on sm_100, where the sm_90a code cannot run) has no wait, and launched to overlap its predecessor
+//! it would read that kernel's results before they are written. Cached per device and kernel.
+inline bool code_waits_for_grid(const void* kernel) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, bool> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(device, kernel);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes a{};
+  const bool waits = cudaFuncGetAttributes(&a, kernel) == cudaSuccess && a.ptxVersion >= 90;
+  known.emplace(key, waits);
+  return waits;
+}
+
+//! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization; the
+//! caller asks only on devices that have it, archdb has_grid_dependency, and it is used only for code that
+//! waits, code_waits_for_grid): the kernel may start before the previous kernel of the stream completes, and
+//! waits for it in device code (griddepcontrol.wait).
 template <class... KArgs, class... Args>
 pk::status launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, void* stream, const char* name,
                   bool overlap_previous, Args&&... args) {
@@ -26,7 +50,7 @@ pk::status launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t s
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return from_error(e, (std::string(name) + ": opting into dynamic shared memory").c_str());
   }
-  if (overlap_previous) {
+  if (overlap_previous && code_waits_for_grid(reinterpret_cast<const void*>(kernel))) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
