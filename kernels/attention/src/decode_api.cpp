@@ -34,7 +34,7 @@ constexpr double tile_fixed_us = 1.16;
 constexpr double block_stream_bytes_per_us = 160e3;
 // The split model below is fitted to a graph-timed split sweep on the H200 (bench/results/decode-h200-2026-12-04b.md:
 // 15 shapes, bf16, head_dim 128, page 16, 1 to 512 splits; the shapes whose K/V fit in L2 left out): rms error
-// 6% over 190 timings, and its choice the best measured count on every shape:
+// 6% over 190 timings, and its choice the best measured count on each of the 13 DRAM-bound shapes:
 // - a wave's bytes at 0.85 of the database's peak bandwidth (pk's best measured, 4.1 TB/s) and its blocks' tile
 //   periods combine as a 3-norm: near the crossover, loaded memory stretches every block's period (a max would
 //   stop at one block per SM; a 2-norm picked 228 splits for batch 1, 8/1 heads, 128k, 6.6% slower than 256);
