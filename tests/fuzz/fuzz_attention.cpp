@@ -609,14 +609,18 @@ void append(FuzzedDataProvider& f, pk_stream_t s) {
   if (is_fp8(cc.c.k.dtype) ? is_fp8(new_dt) && new_dt != cc.c.k.dtype : new_dt != cc.c.k.dtype)
     fail(api, "accepted new tokens of a dtype the cache does not take");
   // Every new token is at its slot; no other byte of the cache changed. A block table may map two new
-  // tokens to one slot (a caller's aliasing): then either may win, and only the other bytes are checked.
-  std::vector<std::int64_t> slots;
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t i = 0; i < nt; ++i) slots.push_back(cc.slot(cc.c.k, b, cc.seqlens[static_cast<std::size_t>(b)] + i, 0, 0));
-  std::sort(slots.begin(), slots.end());
-  const bool aliased = std::adjacent_find(slots.begin(), slots.end()) != slots.end();
+  // tokens to one slot, and a contiguous cache's strides may overlap its sequences or heads (a caller's
+  // aliasing, of K and V each on its own): where two new elements share one, either may win, and only the
+  // other bytes are checked.
   for (int which = 0; which < 2; ++which) {
     const pk_tensor& cache = which ? cc.c.v : cc.c.k;
+    std::vector<std::int64_t> slots;
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t i = 0; i < nt; ++i)
+        for (std::int64_t h = 0; h < hkv; ++h)
+          for (std::int64_t d = 0; d < dim; ++d) slots.push_back(cc.slot(cache, b, cc.seqlens[static_cast<std::size_t>(b)] + i, h, d));
+    std::sort(slots.begin(), slots.end());
+    const bool aliased = std::adjacent_find(slots.begin(), slots.end()) != slots.end();
     const pk_tensor& src = which ? a.v_new : a.k_new;
     const backing& bc = which ? cc.bv : cc.bk;
     const std::vector<double>& sc = which ? cc.vscale : cc.kscale;
