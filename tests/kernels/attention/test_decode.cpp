@@ -411,9 +411,9 @@ TEST_P(AttentionDecode, ForcedSplitCounts) {
 
 // The combine's grouped paths (17 splits: 4 groups of threads per row at head_dim 64 and 128, 2 at 256; 128 and
 // 512: 16 groups, 8 at 256; fewer than 16 splits take one group, as in ForcedSplitCounts) at counts the planner
-// does not cut (a capacity of a 64-key tile per split): counts that are not a multiple of the groups, splits without keys (611 keys fill 10 of them), empty
-// sequences, and an odd number of rows (3 query heads x 3 sequences), so that a block of two rows (head_dim 64)
-// has a row past the end. At the largest count 5003 keys fill 79 splits, several per group, so that a group's
+// does not cut (a capacity of a 64-key tile per split): counts that are not a multiple of the groups, splits
+// without keys (611 keys fill 10 of them), empty sequences, and an odd number of rows (3 query heads x 3
+// sequences), so that a block of two rows (head_dim 64) has a row past the end. At the largest count 5003 keys fill 79 splits, several per group, so that a group's
 // one-pass walk meets new maxima after earlier splits.
 TEST_P(AttentionDecode, CombineGroupsOfSplits) {
   PK_TEST_STREAM(GetParam(), s);

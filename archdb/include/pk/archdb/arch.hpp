@@ -100,7 +100,7 @@ inline constexpr arch_traits arch_table[] = {
      false,                      // no TMA [PG-CC Tbl 29]
      false,                      // no clusters [PG-CC]
      mma_family::mma_sync_m16n8k16,  // [TG-AMP][CUTLASS mma_sm80]
-     false,  // wgmma is sm_90a only [LLVM-D155851]
+     false,                      // wgmma is sm_90a only [LLVM-D155851]
      false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm86, vendor::nvidia, "sm_86", arch::sm80,  // same instruction set as sm_80 minus FP64 TC [PG-CC Tbl 33]
      32, 1024,                   // [PG-CC]
@@ -108,7 +108,7 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // cp.async [PG-CC Tbl 29]
      false, false,               // [PG-CC Tbl 29]
      mma_family::mma_sync_m16n8k16,  // [PG-CC Tbl 33]
-     false,  // [LLVM-D155851]
+     false,                      // [LLVM-D155851]
      false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm89, vendor::nvidia, "sm_89", arch::sm86,  // sm_86 limits (48 warps, 99 KB) + FP8 mma [PG-CC][CUTLASS mma_sm89]
      32, 1024,                   // [PG-CC]
@@ -116,7 +116,7 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // cp.async [PG-CC Tbl 29]
      false, false,               // [PG-CC Tbl 29]
      mma_family::mma_sync_m16n8k16,  // [CUTLASS mma_sm89]
-     false,  // [LLVM-D155851]
+     false,                      // [LLVM-D155851]
      false},                     // no griddepcontrol before sm_90 [PTX griddepcontrol]
     {arch::sm90a, vendor::nvidia, "sm_90a", arch::sm80,  // mma.sync/cp.async baseline path [ARCH_FACTS §5]
      32, 1024,                   // [PG-CC]
@@ -125,7 +125,7 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // cp.async.bulk.tensor, PTX ISA 8.0 SM_90 [CCCL]
      true,                       // clusters / DSMEM [PG-CC]
      mma_family::mma_sync_m16n8k16,  // portable path; mma.sync still present [ARCH_FACTS §5]
-     true,  // wgmma needs sm_90a [LLVM-D155851]
+     true,                       // wgmma needs sm_90a [LLVM-D155851]
      true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::sm100, vendor::nvidia, "sm_100", arch::sm80,  // sm_90a code does not run here [ARCH_FACTS §7.10]
      32, 1024,                   // [PG-CC]
@@ -134,7 +134,7 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // TMA [PG-CC Tbl 29][TG-BW]
      true,                       // clusters, portable 8 / non-portable 16 [TG-BW]
      mma_family::mma_sync_m16n8k16,  // portable path; tcgen05 needs sm_100a [CCCL tcgen05_alloc.h]
-     false,  // no wgmma on sm_100 [LLVM-D155851][ARCH_FACTS §5]
+     false,                      // no wgmma on sm_100 [LLVM-D155851][ARCH_FACTS §5]
      true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::sm120, vendor::nvidia, "sm_120", arch::sm89,  // sm_89-like limits and mma.sync set [ARCH_FACTS §7.8]
      32, 1024,                   // [PG-CC]
@@ -143,7 +143,7 @@ inline constexpr arch_traits arch_table[] = {
      true,                       // TMA for sm120f [CUTLASS config.hpp][PG-CC Tbl 29]
      true,                       // clusters [PG-CC]
      mma_family::mma_sync_m16n8k16,  // no tcgen05/wgmma [CUTLASS mma_sm120][NVF-tcgen05]
-     false,  // [NVF-tcgen05][LLVM-D155851]
+     false,                      // [NVF-tcgen05][LLVM-D155851]
      true},                      // [PTX griddepcontrol]: sm_90 and later
     {arch::gfx90a, vendor::amd, "gfx90a", arch::generic,
      64,                         // wave64 [ROCM-SPECS]

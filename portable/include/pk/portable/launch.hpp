@@ -25,8 +25,9 @@ struct launch_shape {
   //! targets whose plain code it is (code_target_info::plain).
   bool plain = false;
   //! The kernel may start while the previous kernel of the stream finishes (programmatic dependent launch, where
-  //! the device has it: archdb has_grid_dependency); it calls grid_wait_previous() (portable/grid_dependency.hpp)
-  //! before it reads what that kernel wrote. Elsewhere the launch is the stream-ordered one.
+  //! the kernel's code has it: compiled for archdb has_grid_dependency); it calls grid_wait_previous()
+  //! (portable/grid_dependency.hpp) before it reads what that kernel wrote. Elsewhere the launch is the
+  //! stream-ordered one.
   bool overlaps_previous = false;
 };
 
@@ -55,8 +56,7 @@ status launch(const pk::stream& s, void (*kernel)(KArgs...), const launch_shape&
 #elif defined(PK_DETAIL_BACKEND_CUDA)
   return backend::cuda::launch(kernel, dim3(shape.grid_x, shape.grid_y, shape.grid_z),
                                dim3(shape.block_x, shape.block_y, shape.block_z), shape.dynamic_smem, s.native(),
-                               shape.name, shape.overlaps_previous && archdb::traits(s.device().isa).has_grid_dependency,
-                               static_cast<Args&&>(args)...);
+                               shape.name, shape.overlaps_previous, static_cast<Args&&>(args)...);
 #else
   return backend::hip::launch(kernel, dim3(shape.grid_x, shape.grid_y, shape.grid_z),
                               dim3(shape.block_x, shape.block_y, shape.block_z), shape.dynamic_smem, s.native(),

@@ -38,10 +38,9 @@ inline bool code_waits_for_grid(const void* kernel) {
   return waits;
 }
 
-//! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization; the
-//! caller asks only on devices that have it, archdb has_grid_dependency, and it is used only for code that
-//! waits, code_waits_for_grid): the kernel may start before the previous kernel of the stream completes, and
-//! waits for it in device code (griddepcontrol.wait).
+//! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization), used only
+//! for code that waits (code_waits_for_grid; such code runs only on devices that have the launch): the kernel may
+//! start before the previous kernel of the stream completes, and waits for it in device code (griddepcontrol.wait).
 template <class... KArgs, class... Args>
 pk::status launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, void* stream, const char* name,
                   bool overlap_previous, Args&&... args) {
