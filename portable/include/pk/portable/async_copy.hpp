@@ -17,7 +17,10 @@ PK_DEVICE PK_FORCEINLINE void async_copy_16(T* dst, const T* src, bool valid) {
   if constexpr (arch_has_async_copy) {
     const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     const int src_bytes = valid ? 16 : 0;  // cp.async zero-fills the bytes beyond src-size
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+    // L2::128B: the copy's whole 128-byte line is fetched into L2 (the neighbours' copies of the same row hit
+    // it). Decode over 16-bit caches on the H200 read 1-3% faster with it on most rows (up to 6% over a
+    // contiguous cache) and 1-4% slower with L2::256B (bench/results/decode-h200-2026-12-04c.md).
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
     return;
   }
 #endif
