@@ -283,8 +283,14 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
     c.res.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items : assumed_rows_regs_per_thread;
     c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
+    c.res.dynamic_smem = row_stage_bytes(p, elem_bytes);
     const std::int64_t cap = row_capacity(p, elem_bytes);
-    if (on_chip(p) && cols > cap)
+    if (staged(p) && !archdb::traits(device.isa).has_async_copy)
+      c.unavailable = "staging rows through shared memory needs asynchronous copies, which " +
+                      std::string(archdb::traits(device.isa).name) + " lacks (the copy would be a load the thread waits for)";
+    else if (staged(p) && elem_bytes != 2)
+      c.unavailable = "staged rows are compiled for 16-bit elements only (4-byte rows ran slower staged)";
+    else if (on_chip(p) && cols > cap)
       c.unavailable = "a row of " + std::to_string(cols) + " elements exceeds what the group holds on chip (" +
                       std::to_string(p.group_threads) + " threads x " + std::to_string(held_elements(p, elem_bytes)) +
                       " = " + std::to_string(cap) + " elements of " + std::to_string(elem_bytes) + " bytes)";
@@ -306,8 +312,13 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
     const std::int64_t waves = (blocks + resident - 1) / resident;
     const double round_bytes = static_cast<double>(p.group_threads) * row_vectors(p, elem_bytes) * 16;
-    // Bytes each resident group has in flight: the whole row on chip; one round of U vectors streaming.
-    const double group_flight = on_chip(p) ? row_bytes : std::min(row_bytes, round_bytes);
+    // Bytes each resident group has in flight: the whole row on chip while the group waits for it (the share
+    // of a wave its load round takes); the next stages - 1 rows all the time when staged; one round of U
+    // vectors streaming.
+    const double duty = load_round_us / (load_round_us + rows_wave.value);
+    const double group_flight = staged(p)    ? (p.stages - 1) * row_bytes
+                                : on_chip(p) ? row_bytes * duty
+                                             : std::min(row_bytes, round_bytes);
     const flight_estimate f = in_flight(device, rows, resident * per_block, group_flight);
     // DRAM bytes: read once (and written once) on chip; streaming reads the row a second time for the
     // output, from L2 while the rows in flight fit half of it (the other half for the writes), from
@@ -321,11 +332,15 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     // A group's chain per wave: its dependent load rounds per pass (one on chip: every load at once) and
     // a fixed cost per wave of blocks (start, the group reductions, the slowest block).
     const double rounds = on_chip(p) ? 1.0 : std::ceil(row_bytes / round_bytes);
-    const double chain_us = static_cast<double>(waves) * (passes * rounds * load_round_us + rows_wave.value);
+    // Staged: one wave, each group's rows one after another, their loads under the previous rows' passes.
+    const double ring_rows = std::ceil(static_cast<double>(blocks) / static_cast<double>(resident));
+    const double chain_us = staged(p) ? load_round_us + ring_rows * rows_wave.value
+                                      : static_cast<double>(waves) * (passes * rounds * load_round_us + rows_wave.value);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(f.per_sm / 1024)
         << " KB in flight per SM (" << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
-        << (on_chip(p) ? "row held on chip, read once"
+        << (staged(p) ? "row staged through shared memory " + std::to_string(p.stages - 1) + " row(s) ahead, read once"
+            : on_chip(p) ? "row held on chip, read once"
             : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
                        : std::string("row read once"))
         << ": stream "
@@ -348,7 +363,14 @@ unsigned group_grid(const archdb::device_desc& device, const archdb::plan& p, st
 
 unsigned row_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t rows) {
   const row_policy& pol = row_candidates[static_cast<std::size_t>(p.index)];
-  return group_grid(device, p, pol.block_threads / pol.group_threads, rows);
+  const std::int64_t per_block = pol.block_threads / pol.group_threads;
+  if (staged(pol)) {
+    // One wave: each group walks its rows through its ring.
+    const std::int64_t blocks = std::max<std::int64_t>(1, (rows + per_block - 1) / per_block);
+    const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
+    return static_cast<unsigned>(std::min(blocks, resident));
+  }
+  return group_grid(device, p, per_block, rows);
 }
 
 unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments) {

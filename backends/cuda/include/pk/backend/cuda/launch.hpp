@@ -14,9 +14,27 @@
 
 namespace pk::backend::cuda {
 
-//! Bytes of dynamic shared memory a kernel may use without cudaFuncAttributeMaxDynamicSharedMemorySize
-//! [PG-CC: "48 KB static shared memory limit"; dynamic allocations above it need the opt-in].
+//! Bytes of shared memory, static and dynamic together, a kernel may use without
+//! cudaFuncAttributeMaxDynamicSharedMemorySize [PG-CC: "48 KB static shared memory limit"; allocations above
+//! it need the opt-in].
 inline constexpr std::size_t default_dynamic_smem_limit = 48 * 1024;
+
+//! The static shared memory of `kernel` as loaded on the current device (0 when it cannot be queried: the
+//! launch then reports what is wrong). Cached per device and kernel.
+inline std::size_t static_smem_of(const void* kernel) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, std::size_t> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(device, kernel);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes a{};
+  const std::size_t bytes = cudaFuncGetAttributes(&a, kernel) == cudaSuccess ? a.sharedSizeBytes : 0;
+  known.emplace(key, bytes);
+  return bytes;
+}
 
 //! Whether `kernel`, as loaded on the current device, was compiled for sm_90 or later (its PTX virtual
 //! architecture): only such code holds the griddepcontrol.wait that an overlapped launch relies on. Code
@@ -44,7 +62,7 @@ inline bool code_waits_for_grid(const void* kernel) {
 template <class... KArgs, class... Args>
 pk::status launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t smem, void* stream, const char* name,
                   bool overlap_previous, Args&&... args) {
-  if (smem > default_dynamic_smem_limit) {
+  if (smem > 0 && smem + static_smem_of(reinterpret_cast<const void*>(kernel)) > default_dynamic_smem_limit) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return from_error(e, (std::string(name) + ": opting into dynamic shared memory").c_str());

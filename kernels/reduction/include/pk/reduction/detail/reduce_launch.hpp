@@ -197,13 +197,19 @@ status launch_rows_policy(const rows_call& c, const char* what) {
   using A = reduction::ops::accum_t<T>;
   constexpr reduction::row_policy p = reduction::row_candidates[I];
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
-  const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
+  launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   constexpr int vectors = reduction::row_vectors(p, static_cast<int>(sizeof(T)));
   if constexpr (reduction::on_chip(p)) {
     // The planner never picks an on-chip policy for a wider row (its kernel would not see the rest).
     if (c.cols > reduction::row_capacity(p, static_cast<int>(sizeof(T))))
       return {errc::internal, name + ": a row of " + std::to_string(c.cols) + " elements exceeds the policy's capacity"};
-    return launch(*c.s, &rows_onchip_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
+    if constexpr (reduction::staged(p) && sizeof(T) != 2) {
+      return unsupported(name + ": staged rows are compiled for 16-bit elements only");
+    } else {
+      shape.dynamic_smem = static_cast<std::size_t>(reduction::row_stage_bytes(p, static_cast<int>(sizeof(T))));
+      constexpr int stages = reduction::staged(p) ? p.stages : 0;
+      return launch(*c.s, &rows_onchip_kernel<p.block_threads, p.group_threads, vectors, stages, T, A, K>, shape, c);
+    }
   } else {
     return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
   }

@@ -15,6 +15,7 @@
 // (layer_norm) or a zero row (rms_norm) has rstd = +inf and gives y = bias (or 0): x - mean == 0 there
 // contributes 0, not 0 * inf.
 #pragma once
+#include <pk/portable/async_copy.hpp>
 #include <pk/portable/convert.hpp>
 #include <pk/portable/math.hpp>
 #include <pk/reduction/detail/reduce_ops.hpp>
@@ -332,15 +333,28 @@ struct held_row {
     }
   }
 
-  //! Loads x[0, len): 16-byte vectors when `vectors` (x 16-byte aligned), else V element loads per slot.
-  //! Slots past len hold `pad`, chosen so that a pass over every slot (each_slot, apply) is the pass over
-  //! the row: -inf for softmax's maximum and exponentials, 0 for a sum of squares.
-  PK_DEVICE PK_FORCEINLINE void load(const T* x, int len, int t, bool vectors, A pad) {
+  //! Starts the asynchronous copy of the thread's whole vectors of x[0, len) (when `vectors`) into `stage`,
+  //! a row of G R V elements in shared memory laid out as x: the slots load<true> reads back. The thread
+  //! reads only what it copied, so its own async_copy_wait_pending orders the two (no barrier).
+  PK_DEVICE static PK_FORCEINLINE void prefetch(T* stage, const T* x, int len, int t, bool vectors) {
+    if (!vectors) return;
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int j0 = first(k, t);
+      if (j0 + V <= len) async_copy_16(stage + j0, x + j0, true);
+    }
+  }
+  //! Loads x[0, len): 16-byte vectors when `vectors` (x 16-byte aligned), else V element loads per slot;
+  //! with Staged, the whole vectors from `stage` (prefetch's copy of x) and the rest from x. Slots past len
+  //! hold `pad`, chosen so that a pass over every slot (each_slot, apply) is the pass over the row: -inf for
+  //! softmax's maximum and exponentials, 0 for a sum of squares.
+  template <bool Staged = false>
+  PK_DEVICE PK_FORCEINLINE void load(const T* x, const T* stage, int len, int t, bool vectors, A pad) {
 #pragma unroll
     for (int k = 0; k < R; ++k) {
       const int j0 = first(k, t);
       if (vectors && j0 + V <= len) {
-        widen(load_vec<V>(x + j0), a[k]);
+        widen(load_vec<V>((Staged ? stage : x) + j0), a[k]);
       } else {
 #pragma unroll
         for (int e = 0; e < V; ++e) a[k][e] = j0 + e < len ? ::pk::widen<A>(x[j0 + e]) : pad;
@@ -459,34 +473,69 @@ template <int B, class T, reduction::row_kind K>
 inline constexpr int onchip_blocks_per_sm =
     sizeof(T) == 2 && K != reduction::row_kind::layer_norm ? (1024 / B > 0 ? 1024 / B : 1) : (512 / B > 0 ? 512 / B : 1);
 
-template <int B, int G, int R, class T, class A, reduction::row_kind K>
+//! S >= 2 (a staged policy): each group owns a ring of S rows in the dynamic shared memory (S B R 16 bytes a
+//! block) and keeps the copies of its next S - 1 rows in flight while it computes this one; S == 0: each row
+//! is loaded from x into the registers in its turn.
+template <int B, int G, int R, int S, class T, class A, reduction::row_kind K>
 PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void rows_onchip_kernel(rows_call c) {
   using reduction::row_kind;
   using sum_r = group_reducer<B, G, A, plus_op>;
   using max_r = group_reducer<B, G, A, max_op>;
+  using held = held_row<G, R, T, A>;
+  static_assert(S == 0 || S >= 2, "a ring has at least two stages");
   PK_SHARED(typename sum_r::temp_storage, storage);
   constexpr int groups = B / G;
+  constexpr int stage_elems = G * R * held::V;
   const int g = thread_rank() / G, t = thread_rank() % G;
   const T* w = static_cast<const T*>(c.weight);
   const T* bias = static_cast<const T*>(c.bias);
   const A ninf = -numeric_traits<A>::infinity(), inf = numeric_traits<A>::infinity();
   const A nan = numeric_traits<A>::quiet_nan();
   const A cols = static_cast<A>(c.cols);
-  for (std::int64_t base = std::int64_t{block_idx().x} * groups; base < c.rows;
-       base += std::int64_t{grid_dim().x} * groups) {
+  const std::int64_t step = std::int64_t{grid_dim().x} * groups;
+  // x may be null when the rows are empty (cols = 0): it is offset only for a row with elements.
+  const auto row_x = [&](std::int64_t row) {
+    return static_cast<const T*>(c.x) + (row < c.rows && c.cols > 0 ? row * c.x_stride : 0);
+  };
+  [[maybe_unused]] T* ring = nullptr;
+  [[maybe_unused]] int stage = 0;
+  if constexpr (S >= 2) {
+    // The ring's first S - 1 rows; one commit a row (empty past the last row) keeps the count of groups in
+    // flight the same for every thread.
+    ring = dynamic_shared<T>() + std::int64_t{g} * S * stage_elems;
+    const std::int64_t first = std::int64_t{block_idx().x} * groups + g;
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      const std::int64_t row = first + s * step;
+      if (row < c.rows) held::prefetch(ring + s * stage_elems, row_x(row), static_cast<int>(c.cols), t, c.vectors);
+      async_copy_commit();
+    }
+  }
+  for (std::int64_t base = std::int64_t{block_idx().x} * groups; base < c.rows; base += step) {
     const std::int64_t row = base + g;
     const bool live = row < c.rows;
     const int len = live ? static_cast<int>(c.cols) : 0;
-    // x may be null when the rows are empty (cols = 0): it is offset only for a row with elements.
-    const T* x = static_cast<const T*>(c.x) + (len > 0 ? row * c.x_stride : 0);
+    const T* x = row_x(row);
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
     held_row<G, R, T, A> h;
+    [[maybe_unused]] const T* staged_row = nullptr;
+    if constexpr (S >= 2) {
+      // The row S - 1 ahead goes into the stage this group read last (its reads are in registers by now).
+      const std::int64_t ahead = row + (S - 1) * step;
+      if (ahead < c.rows)
+        held::prefetch(ring + ((stage + S - 1) % S) * stage_elems, row_x(ahead), static_cast<int>(c.cols), t, c.vectors);
+      async_copy_commit();
+      async_copy_wait_pending<S - 1>();  // this row's copies are done
+      staged_row = ring + stage * stage_elems;
+      stage = (stage + 1) % S;
+    }
+    const auto load = [&](A pad) { h.template load<(S >= 2)>(x, staged_row, len, t, c.vectors, pad); };
     if constexpr (K == row_kind::softmax || K == row_kind::log_softmax) {
       // The maximum (NaN ignored), then the sum of exp(x - max) shifted by 0 for a row of -inf (so a -inf
       // gives exp(-inf) = 0): a NaN anywhere makes the sum NaN. The row is NaN when the sum is NaN or the
       // maximum is +inf; all -inf (the maximum stays -inf, the sum 0) gives 0 (log_softmax: -inf). The
       // padding is -inf: neither moves the maximum nor adds to the sum.
-      h.load(x, len, t, c.vectors, ninf);
+      load(ninf);
       A m = ninf;
       h.each_slot([&](A v) { m = max_num(m, v); });
       m = max_r::all_reduce_commutative(m, max_op{}, storage);
@@ -516,7 +565,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
         }
       }
     } else if constexpr (K == row_kind::rms_norm) {
-      h.load(x, len, t, c.vectors, A(0));  // the padding adds 0 to the sum of squares
+      load(A(0));  // the padding adds 0 to the sum of squares
       A ss = 0;
       h.each_slot([&](A v) { ss += v * v; });
       ss = sum_r::all_reduce_commutative(ss, plus_op{}, storage);
@@ -535,7 +584,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
       // Statistics of x - k, k the row's first element (read by every thread of the group), held in place
       // of x: the padding (k) becomes 0 and adds nothing to the mean; the squared deviations skip it.
       const A k = len > 0 ? ::pk::widen<A>(x[0]) : A(0);
-      h.load(x, len, t, c.vectors, k);
+      load(k);
       A s1 = 0;
       h.apply([&](A v) {
         const A d = v - k;
