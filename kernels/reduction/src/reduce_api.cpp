@@ -351,26 +351,20 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
 }
 
 namespace {
-//! Blocks of `per_block` groups for `items` rows or segments: enough for every one, at most 16 waves of
+//! Blocks of `per_block` groups for `items` rows or segments: enough for every one, at most `waves` waves of
 //! resident blocks (the per-group kernels loop over the rest).
 unsigned group_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t per_block,
-                    std::int64_t items) {
+                    std::int64_t items, std::int64_t waves = 16) {
   const std::int64_t blocks = std::max<std::int64_t>(1, (items + per_block - 1) / per_block);
   const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
-  return static_cast<unsigned>(std::min(blocks, 16 * resident));
+  return static_cast<unsigned>(std::min(blocks, waves * resident));
 }
 }  // namespace
 
 unsigned row_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t rows) {
   const row_policy& pol = row_candidates[static_cast<std::size_t>(p.index)];
-  const std::int64_t per_block = pol.block_threads / pol.group_threads;
-  if (staged(pol)) {
-    // One wave: each group walks its rows through its ring.
-    const std::int64_t blocks = std::max<std::int64_t>(1, (rows + per_block - 1) / per_block);
-    const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * device.sm_count);
-    return static_cast<unsigned>(std::min(blocks, resident));
-  }
-  return group_grid(device, p, per_block, rows);
+  // Staged: one wave, each group walking its rows through its ring.
+  return group_grid(device, p, pol.block_threads / pol.group_threads, rows, staged(pol) ? 1 : 16);
 }
 
 unsigned segment_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t segments) {
