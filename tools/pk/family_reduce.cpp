@@ -169,8 +169,8 @@ class reduce_family final : public family {
         out.push_back(std::move(e));
       }
     }
-    // The row operations (norm.hpp): rows_onchip_kernel / rows_stream_kernel<BlockThreads, GroupThreads,
-    // Vectors, T, Accum, row_kind>, an instance per dtype of the rows instance table (f32, f64, f16, bf16) and
+    // The row operations (norm.hpp): rows_onchip_kernel<BlockThreads, GroupThreads, Vectors, Stages, T, Accum,
+    // row_kind> / rows_stream_kernel<BlockThreads, GroupThreads, Vectors, T, Accum, row_kind>, an instance per dtype of the rows instance table (f32, f64, f16, bf16) and
     // per operation (row_kind's order is row_op's), planned by plan_rows.
     for (const auto& d : types) {
       const std::string name = d.name;
@@ -183,13 +183,16 @@ class reduce_family final : public family {
         const archdb::plan pr = reduction::plan_rows(*dev, ops[k], 1, 1, d.bytes);
         for (std::size_t i = 0; i < pr.all.size() && i < reduction::row_candidates.size(); ++i) {
           const reduction::row_policy& pol = reduction::row_candidates[i];
+          if (!reduction::row_compiled(pol, d.bytes)) continue;
           manifest_entry e;
           e.family = "reduce";
           e.candidate = pr.all[i].name;
           e.instance = pr.all[i].name + "_" + op_names[k] + "_" + d.name;
           e.symbol = std::string(reduction::on_chip(pol) ? "rows_onchip_kernelILi" : "rows_stream_kernelILi") +
                      std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.group_threads) + "ELi" +
-                     std::to_string(reduction::row_vectors(pol, d.bytes)) + "E" + d.mangled + accum +
+                     std::to_string(reduction::row_vectors(pol, d.bytes)) + "E" +
+                     (reduction::on_chip(pol) ? "Li" + std::to_string(reduction::staged(pol) ? pol.stages : 0) + "E" : "") +
+                     d.mangled + accum +
                      "LNS_9reduction8row_kindE" + std::to_string(k) + "E";
           e.planned = pr.all[i].res;
           e.declares_spills = declares(e.symbol, a);
