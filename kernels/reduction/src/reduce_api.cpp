@@ -37,6 +37,10 @@ constexpr double load_round_us = 0.8;
 // the tail of the slowest block): an initial estimate for plan_rows; the segment kernels' is calibrated per
 // device (segment_wave_us).
 constexpr double wave_overhead_us = 1.0;
+// Thread instructions a row operation issues per element and pass set (H200 ncu source counters, softmax bf16
+// 32768 x 1024 on the on-chip warp: 14.8, bench/results/reduction-h200-2026-12-03-rows.md); plan_rows takes it
+// for every operation and type to size the compute that follows each load round.
+constexpr double row_instructions_per_element = 15.0;
 
 archdb::candidate candidate_of(const reduce_policy& p, int elem_bytes) {
   archdb::candidate c;
@@ -312,13 +316,29 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{occ.blocks_per_sm} * device.sm_count);
     const std::int64_t waves = (blocks + resident - 1) / resident;
     const double round_bytes = static_cast<double>(p.group_threads) * row_vectors(p, elem_bytes) * 16;
-    // Bytes each resident group has in flight: the whole row on chip while the group waits for it (the share
-    // of a wave its load round takes); the next stages - 1 rows all the time when staged; one round of U
-    // vectors streaming.
-    const double duty = load_round_us / (load_round_us + rows_wave.value);
-    const double group_flight = staged(p)    ? (p.stages - 1) * row_bytes
-                                : on_chip(p) ? row_bytes * duty
-                                             : std::min(row_bytes, round_bytes);
+    // Bytes a resident group has in flight. Unstaged (on chip: the whole row; streaming: one round of U
+    // vectors), a group issues a load round, waits for it and then computes on it with nothing in flight, so
+    // its round is in flight for L / (L + C) of the time, C being what the SM takes to issue that compute for
+    // all its resident groups (their threads x the elements of a round x row_instructions_per_element, at the
+    // device's non-matrix fp32 rate). Staged, the next stages - 1 rows are copied at the start of the current
+    // row's compute and are in flight until they land: min(1, L / C) of the time. At the same registers the
+    // 16-bit rows hold twice the elements of fp32 rows per byte, so their compute leaves the loads idle longer.
+    const double active_groups_sm = std::min<double>(static_cast<double>(rows), static_cast<double>(resident * per_block)) /
+                                    std::max(1, device.sm_count);
+    // Elements a thread computes on after a round: every held slot on chip (the passes run over the padding
+    // too); streaming, a round's U vectors or the thread's share of a shorter row.
+    const double held = static_cast<double>(row_vectors(p, elem_bytes)) * 16 / elem_bytes;
+    const double round_elements =
+        on_chip(p) ? held : std::min(held, std::ceil(static_cast<double>(cols) / p.group_threads));
+    const double issue_per_us = device.peak_fp32_tflops * 1e6 / 2 / std::max(1, device.sm_count);
+    const double compute_us = issue_per_us > 0 ? active_groups_sm * p.group_threads * round_elements *
+                                                     row_instructions_per_element / issue_per_us
+                                               : 0.0;
+    const double duty = staged(p) ? std::min(1.0, load_round_us / std::max(compute_us, 1e-9))
+                                  : load_round_us / (load_round_us + compute_us);
+    const double group_flight = duty * (staged(p)    ? (p.stages - 1) * row_bytes
+                                        : on_chip(p) ? row_bytes
+                                                     : std::min(row_bytes, round_bytes));
     const flight_estimate f = in_flight(device, rows, resident * per_block, group_flight);
     // DRAM bytes: read once (and written once) on chip; streaming reads the row a second time for the
     // output, from L2 while the rows in flight fit half of it (the other half for the writes), from
@@ -338,7 +358,8 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
                                       : static_cast<double>(waves) * (passes * rounds * load_round_us + rows_wave.value);
     std::ostringstream why;
     why << blocks << " blocks of " << per_block << " row(s) (" << waves << " wave(s)), " << static_cast<int>(f.per_sm / 1024)
-        << " KB in flight per SM (" << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
+        << " KB in flight per SM (loads in flight " << static_cast<int>(duty * 100) << "% of the time, "
+        << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
         << (staged(p) ? "row staged through shared memory " + std::to_string(p.stages - 1) + " row(s) ahead, read once"
             : on_chip(p) ? "row held on chip, read once"
             : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
