@@ -183,7 +183,7 @@ class reduce_family final : public family {
         const archdb::plan pr = reduction::plan_rows(*dev, ops[k], 1, 1, d.bytes);
         for (std::size_t i = 0; i < pr.all.size() && i < reduction::row_candidates.size(); ++i) {
           const reduction::row_policy& pol = reduction::row_candidates[i];
-          if (!reduction::row_compiled(pol, d.bytes)) continue;
+          if (!reduction::row_compiled(pol, d.bytes, archdb::traits(a).has_async_copy)) continue;
           manifest_entry e;
           e.family = "reduce";
           e.candidate = pr.all[i].name;

@@ -292,7 +292,7 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     if (staged(p) && !archdb::traits(device.isa).has_async_copy)
       c.unavailable = "staging rows through shared memory needs asynchronous copies, which " +
                       std::string(archdb::traits(device.isa).name) + " lacks (the copy would be a load the thread waits for)";
-    else if (!row_compiled(p, elem_bytes))
+    else if (!row_compiled(p, elem_bytes, archdb::traits(device.isa).has_async_copy))
       c.unavailable = "staged rows are compiled for 16-bit elements only (4-byte rows ran slower staged)";
     else if (on_chip(p) && cols > cap)
       c.unavailable = "a row of " + std::to_string(cols) + " elements exceeds what the group holds on chip (" +

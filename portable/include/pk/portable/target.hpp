@@ -90,6 +90,18 @@ inline constexpr int warp_size = archdb::traits(device_arch).warp_size;
 // Feature predicates derived from archdb (kernels use these, never raw arch macros).
 inline constexpr bool arch_has_async_copy = archdb::traits(device_arch).has_async_copy;
 inline constexpr archdb::mma_family arch_mma = archdb::traits(device_arch).mma;
+//! Whether the archs this backend compiles for have asynchronous copies, as a constant of the host pass too
+//! (host code that chooses which kernels to instantiate reads it; device_arch is generic there): every CUDA
+//! arch pk supports (sm_80 and later) has them, no AMD arch does, the emulator as its impersonated arch.
+#if defined(PK_DETAIL_BACKEND_CUDA)
+inline constexpr bool backend_has_async_copy = true;
+#elif defined(PK_DETAIL_BACKEND_HIP)
+inline constexpr bool backend_has_async_copy = false;
+#else
+inline constexpr bool backend_has_async_copy = arch_has_async_copy;
+#endif
+static_assert(!is_device_pass || arch_has_async_copy == backend_has_async_copy,
+              "archdb's has_async_copy for this arch differs from its backend's: update backend_has_async_copy");
 
 }  // namespace PK_DETAIL_TARGET_NS
 }  // namespace pk

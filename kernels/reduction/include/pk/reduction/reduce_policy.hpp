@@ -147,9 +147,11 @@ struct row_policy {
 };
 constexpr bool on_chip(const row_policy& p) { return p.items > 0; }
 constexpr bool staged(const row_policy& p) { return on_chip(p) && p.stages >= 2; }
-//! Whether the policy's kernel is compiled for `elem_bytes`-byte elements: staged rows for 16-bit ones only
-//! (see row_candidates).
-constexpr bool row_compiled(const row_policy& p, int elem_bytes) { return !staged(p) || elem_bytes == 2; }
+//! Whether the policy's kernel is compiled for `elem_bytes`-byte elements on a target with (or without)
+//! asynchronous copies: staged rows for 16-bit elements where the copies exist (see row_candidates).
+constexpr bool row_compiled(const row_policy& p, int elem_bytes, bool has_async_copy) {
+  return !staged(p) || (elem_bytes == 2 && has_async_copy);
+}
 inline std::string name_of(const row_policy& p) {
   return std::string(on_chip(p) ? "row_onchip" : "row_stream") + "_b" + std::to_string(p.block_threads) + "_g" +
          std::to_string(p.group_threads) + (on_chip(p) ? "_i" + std::to_string(p.items) : std::string()) +

@@ -203,8 +203,8 @@ status launch_rows_policy(const rows_call& c, const char* what) {
     // The planner never picks an on-chip policy for a wider row (its kernel would not see the rest).
     if (c.cols > reduction::row_capacity(p, static_cast<int>(sizeof(T))))
       return {errc::internal, name + ": a row of " + std::to_string(c.cols) + " elements exceeds the policy's capacity"};
-    if constexpr (!reduction::row_compiled(p, static_cast<int>(sizeof(T)))) {
-      return unsupported(name + ": staged rows are compiled for 16-bit elements only");
+    if constexpr (!reduction::row_compiled(p, static_cast<int>(sizeof(T)), backend_has_async_copy)) {
+      return unsupported(name + ": staged rows are compiled for 16-bit elements on targets with asynchronous copies only");
     } else {
       shape.dynamic_smem = static_cast<std::size_t>(reduction::row_stage_bytes(p, static_cast<int>(sizeof(T))));
       constexpr int stages = reduction::staged(p) ? p.stages : 0;
