@@ -170,8 +170,9 @@ class reduce_family final : public family {
       }
     }
     // The row operations (norm.hpp): rows_onchip_kernel<BlockThreads, GroupThreads, Vectors, Stages, T, Accum,
-    // row_kind> / rows_stream_kernel<BlockThreads, GroupThreads, Vectors, T, Accum, row_kind>, an instance per dtype of the rows instance table (f32, f64, f16, bf16) and
-    // per operation (row_kind's order is row_op's), planned by plan_rows.
+    // row_kind> / rows_stream_kernel<BlockThreads, GroupThreads, Vectors, T, Accum, row_kind>, an instance per
+    // dtype of the rows instance table (f32, f64, f16, bf16) and per operation (row_kind's order is row_op's),
+    // planned by plan_rows; staged instances where row_compiled says they exist.
     for (const auto& d : types) {
       const std::string name = d.name;
       if (name != "f32" && name != "f64" && name != "f16" && name != "bf16") continue;

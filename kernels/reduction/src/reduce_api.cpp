@@ -293,7 +293,7 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
       c.unavailable = "staging rows through shared memory needs asynchronous copies, which " +
                       std::string(archdb::traits(device.isa).name) + " lacks (the copy would be a load the thread waits for)";
     else if (!row_compiled(p, elem_bytes, archdb::traits(device.isa).has_async_copy))
-      c.unavailable = "staged rows are compiled for 16-bit elements only (4-byte rows ran slower staged)";
+      c.unavailable = "staged rows are compiled for 16-bit elements only (fp32 rows ran slower staged)";
     else if (on_chip(p) && cols > cap)
       c.unavailable = "a row of " + std::to_string(cols) + " elements exceeds what the group holds on chip (" +
                       std::to_string(p.group_threads) + " threads x " + std::to_string(held_elements(p, elem_bytes)) +
@@ -323,6 +323,9 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     // device's non-matrix fp32 rate). Staged, the next stages - 1 rows are copied at the start of the current
     // row's compute and are in flight until they land: min(1, L / C) of the time. At the same registers the
     // 16-bit rows hold twice the elements of fp32 rows per byte, so their compute leaves the loads idle longer.
+    // Approximations: AMD's fp32 peaks count packed (dual-issue) FP32, so C is about half there; a streaming
+    // round is charged a whole element's instructions though its two passes share them; a device without a
+    // peak (one synthesized from a query) has no compute share, every load in flight all the time.
     const double active_groups_sm = std::min<double>(static_cast<double>(rows), static_cast<double>(resident * per_block)) /
                                     std::max(1, device.sm_count);
     // Elements a thread computes on after a round: every held slot on chip (the passes run over the padding

@@ -4,7 +4,8 @@
 // with every candidate forced (2^25 elements a shape), from bench/results/reduction-h200-2026-12-03-rows.md
 // (the register-only and streaming candidates) and bench/results/rows-staged-h200-2026-12-05.md (the staged
 // candidates, and the register-only warp, 128-thread block and streaming 256-thread block measured again
-// beside them; those later figures are the ones used). A model change that moves a choice off the
+// beside them; those later figures are the ones used, the 512-thread on-chip block's of 2026-12-03 beside the
+// streaming block's of 2026-12-05 at 16384 columns). A model change that moves a choice off the
 // measured best fails here before it reaches a device.
 #include <pk/archdb/device.hpp>
 #include <pk/reduction/norm.hpp>
@@ -12,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
+#include <iostream>
 #include <string>
 
 namespace pk::test {
@@ -34,7 +35,8 @@ struct recorded {
 using reduction::row_op;
 // bf16 16384 softmax and rms_norm: the 512-thread on-chip block ties the streaming 256-thread block in the
 // model (the same bytes in flight), and the tie goes to the earlier candidate; the streaming block was
-// faster (block-wide barriers between the on-chip passes, which the model does not see).
+// faster (block-wide barriers between the on-chip passes, which the model does not see). Their allowances
+// are the recorded ratios rounded up (57.2 / 45.2 = 1.265, 53.2 / 47.2 = 1.127).
 constexpr recorded h200[] = {
     {row_op::softmax, 2, 32768, 1024, {45.6, 88.6, 173.2, 364.9, 45.2, 158.9, 732.7, 42.5, 103.6}, 0},
     {row_op::rms_norm, 2, 32768, 1024, {45.4, 71.5, 130.8, 254.6, 42.7, 115.8, 591.7, 39.8, 82.7}, 0},
@@ -42,8 +44,8 @@ constexpr recorded h200[] = {
     {row_op::softmax, 2, 8192, 4096, {none, 49.2, 65.5, 108.3, 50.1, 65.0, 211.9, none, 41.9}, 0},
     {row_op::rms_norm, 2, 8192, 4096, {none, 48.3, 59.3, 83.0, 66.0, 59.5, 178.3, none, 43.5}, 0},
     {row_op::layer_norm, 2, 8192, 4096, {none, none, 114.1, 184.4, 66.7, 99.6, 283.2, none, none}, 0},
-    {row_op::softmax, 2, 2048, 16384, {none, none, none, 57.2, 64.0, 45.9, 86.5, none, none}, 1.25},
-    {row_op::rms_norm, 2, 2048, 16384, {none, none, none, 53.2, 67.9, 47.3, 88.0, none, none}, 1.13},
+    {row_op::softmax, 2, 2048, 16384, {none, none, none, 57.2, 64.0, 45.2, 86.5, none, none}, 1.27},
+    {row_op::rms_norm, 2, 2048, 16384, {none, none, none, 53.2, 67.9, 47.2, 88.0, none, none}, 1.13},
     {row_op::layer_norm, 2, 2048, 16384, {none, none, none, 91.1, 78.0, 62.9, 134.8, none, none}, 0},
     {row_op::softmax, 4, 32768, 1024, {70.0, 148.5, 284.9, 614.4, 74.1, 170.8, 715.2, none, none}, 0},
     {row_op::rms_norm, 4, 32768, 1024, {72.6, 86.8, 172.7, 440.0, 76.4, 146.2, 539.1, none, none}, 0},

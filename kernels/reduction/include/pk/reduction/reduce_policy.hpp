@@ -135,9 +135,9 @@ inline constexpr std::array<split_policy, 1> split_candidates{{
 //!    the row and the output pass reads it again.
 //! An on-chip policy with `stages` >= 2 stages its rows through a ring of that many rows per group in shared
 //! memory: a group handles one row after another (one wave of blocks) and copies the next stages - 1 rows
-//! asynchronously while it computes this one (archdb has_async_copy; elsewhere the copy is a load the thread
-//! waits for, and the planner rules the policy out). stages == 0: each row is loaded into the registers when
-//! its turn comes.
+//! asynchronously while it computes this one. Staged instances exist for 16-bit elements on targets with
+//! asynchronous copies only (row_compiled; archdb has_async_copy), and the planner rules the policy out
+//! elsewhere. stages == 0: each row is loaded into the registers when its turn comes.
 struct row_policy {
   int block_threads;
   int group_threads;
