@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -19,41 +20,39 @@ namespace pk::backend::cuda {
 //! it need the opt-in].
 inline constexpr std::size_t default_dynamic_smem_limit = 48 * 1024;
 
-//! The static shared memory of `kernel` as loaded on the current device (0 when it cannot be queried: the
-//! launch then reports what is wrong). Cached per device and kernel.
-inline std::size_t static_smem_of(const void* kernel) {
+//! The attributes of `kernel` as loaded on the current device (none when they cannot be queried). Cached per
+//! device and kernel.
+inline std::optional<cudaFuncAttributes> attributes_of(const void* kernel) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return std::nullopt;
   static std::mutex mu;
-  static std::map<std::pair<int, const void*>, std::size_t> known;
+  static std::map<std::pair<int, const void*>, std::optional<cudaFuncAttributes>> known;
   const std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(device, kernel);
   const auto it = known.find(key);
   if (it != known.end()) return it->second;
   cudaFuncAttributes a{};
-  const std::size_t bytes = cudaFuncGetAttributes(&a, kernel) == cudaSuccess ? a.sharedSizeBytes : 0;
-  known.emplace(key, bytes);
-  return bytes;
+  std::optional<cudaFuncAttributes> got;
+  if (cudaFuncGetAttributes(&a, kernel) == cudaSuccess) got = a;
+  known.emplace(key, got);
+  return got;
+}
+
+//! The static shared memory of `kernel` as loaded on the current device (0 when it cannot be queried: the
+//! launch then reports what is wrong).
+inline std::size_t static_smem_of(const void* kernel) {
+  const std::optional<cudaFuncAttributes> a = attributes_of(kernel);
+  return a ? a->sharedSizeBytes : 0;
 }
 
 //! Whether `kernel`, as loaded on the current device, was compiled for sm_90 or later (its PTX virtual
 //! architecture): only such code holds the griddepcontrol.wait that an overlapped launch relies on. Code
 //! compiled for an older architecture and JIT-compiled for a newer device (an sm_80 build on an H200; an sm_80 +
 //! sm_90a build on sm_100, where the sm_90a code cannot run) has no wait, and launched to overlap its predecessor
-//! it would read that kernel's results before they are written. Cached per device and kernel.
+//! it would read that kernel's results before they are written.
 inline bool code_waits_for_grid(const void* kernel) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, bool> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(device, kernel);
-  const auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  cudaFuncAttributes a{};
-  const bool waits = cudaFuncGetAttributes(&a, kernel) == cudaSuccess && a.ptxVersion >= 90;
-  known.emplace(key, waits);
-  return waits;
+  const std::optional<cudaFuncAttributes> a = attributes_of(kernel);
+  return a && a->ptxVersion >= 90;
 }
 
 //! overlap_previous: programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization), used only

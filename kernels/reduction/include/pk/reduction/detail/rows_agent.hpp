@@ -517,7 +517,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (onchip_blocks_per_sm<B, T, K>)) void ro
     const int len = live ? static_cast<int>(c.cols) : 0;
     const T* x = row_x(row);
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
-    held_row<G, R, T, A> h;
+    held h;
     [[maybe_unused]] const T* staged_row = nullptr;
     if constexpr (S >= 2) {
       // The row S - 1 ahead goes into the stage this group read last (its reads are in registers by now).
