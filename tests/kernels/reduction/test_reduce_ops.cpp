@@ -96,45 +96,44 @@ TEST_P(ReduceOps, SixteenBitTypesEveryOpMidSize) {
   }
 }
 
-//! Every block of every policy folds two full tiles (the second one's loads issued while the first is
-//! folded) and block 0 then the input's partial last tile: n = (2 grid + 1/2) tiles, the policy's grid being
-//! one resident wave on the stream's device. The f32 sum counts every element (exact inputs); the bf16
-//! argmax finds a unique maximum planted in a block's second (prefetched) tile, then in the partial tile.
+//! Every block of every policy folds two full tiles and block 0 then the input's partial last tile:
+//! n = (2 grid + 1/2) tiles, the policy's grid being one resident wave on the stream's device. The f32 sum
+//! counts every element (exact inputs); the bf16 argmax finds a unique maximum planted in a block's second
+//! tile, then in the partial tile.
 TEST_P(ReduceOps, EveryBlockFoldsSeveralTiles) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
-  const auto tiles_of = [&](int policy, std::size_t bytes, std::int64_t& tile, std::int64_t& n) {
+  struct shape {
+    std::int64_t tile, grid, n;
+  };
+  const auto shape_of = [&](int policy, int bytes) {
     const auto& pol = reduction::reduce_candidates[static_cast<std::size_t>(policy)];
-    tile = std::int64_t{pol.block_threads} * reduction::scaled_items(pol, bytes);
+    const std::int64_t tile = std::int64_t{pol.block_threads} * reduction::scaled_items(pol, static_cast<std::size_t>(bytes));
     const std::int64_t huge = std::int64_t{1} << 40;
-    const archdb::plan p = archdb::with_choice(reduction::plan_reduce(s.device(), huge, static_cast<int>(bytes)), policy);
-    const std::int64_t grid = reduction::reduce_grid(s.device(), p, huge, static_cast<int>(bytes));
-    n = 2 * grid * tile + tile / 2 + 3;
-    EXPECT_EQ(reduction::reduce_grid(s.device(), p, n, static_cast<int>(bytes)), grid) << "one resident wave";
-    return grid;
+    const archdb::plan p = archdb::with_choice(reduction::plan_reduce(s.device(), huge, bytes), policy);
+    const std::int64_t grid = reduction::reduce_grid(s.device(), p, huge, bytes);
+    const std::int64_t n = 2 * grid * tile + tile / 2 + 3;
+    EXPECT_EQ(reduction::reduce_grid(s.device(), p, n, bytes), grid) << "one resident wave";
+    return shape{tile, grid, n};
   };
   for (int policy = 0; policy < static_cast<int>(reduction::reduce_candidates.size()); ++policy) {
-    std::int64_t tile = 0, n = 0;
-    tiles_of(policy, sizeof(float), tile, n);
-    check_device<float>(s, reduce_op::sum, static_cast<std::size_t>(n), sd, 0, policy);
+    const shape f = shape_of(policy, sizeof(float));
+    check_device<float>(s, reduce_op::sum, static_cast<std::size_t>(f.n), sd, 0, policy);
     if (HasFatalFailure()) return;
-    const std::int64_t grid = tiles_of(policy, sizeof(bf16), tile, n);
-    std::vector<bf16> h = gen<bf16>(reduce_op::argmax, static_cast<std::size_t>(n), sd + 1);
-    auto in = upload_padded(s, h);
-    device_buffer<std::int64_t> out;
-    ASSERT_TRUE(out.allocate(s, 1));
+    const shape b = shape_of(policy, sizeof(bf16));
+    const std::vector<bf16> h = gen<bf16>(reduce_op::argmax, static_cast<std::size_t>(b.n), sd + 1);
     const std::string forced = reduction::name_of(reduction::reduce_candidates[static_cast<std::size_t>(policy)]);
     reduce_options opt;
     opt.policy = forced.c_str();
-    for (const std::int64_t at : {(grid + grid / 2) * tile + 17, 2 * grid * tile + tile / 4}) {
-      SCOPED_TRACE("policy " + forced + " n " + std::to_string(n) + " maximum at " + std::to_string(at));
+    for (const std::int64_t at : {(b.grid + b.grid / 2) * b.tile + 17, 2 * b.grid * b.tile + b.tile / 4}) {
+      SCOPED_TRACE("policy " + forced + " n " + std::to_string(b.n) + " maximum at " + std::to_string(at));
       std::vector<bf16> g = h;
       g[static_cast<std::size_t>(at)] = from_double<bf16>(7.0);
-      g.push_back(poison<bf16>());  // upload_padded's element past the end
-      ASSERT_TRUE(in.upload(g));
-      ASSERT_TRUE(out.upload({-7}));
-      const status st = reduce(s, reduce_op::argmax, reduction::dtype_of<bf16>, in.data(), n, out.data(), opt);
+      auto in = upload_padded(s, g);
+      device_buffer<std::int64_t> out;
+      ASSERT_TRUE(out.allocate(s, 1) && out.upload({-7}));
+      const status st = reduce(s, reduce_op::argmax, reduction::dtype_of<bf16>, in.data(), b.n, out.data(), opt);
       ASSERT_TRUE(st) << st.to_string();
       std::vector<std::int64_t> r;
       ASSERT_TRUE(synchronize(s) && out.download(r));

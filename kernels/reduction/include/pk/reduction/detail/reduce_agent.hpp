@@ -50,7 +50,7 @@ inline constexpr int arg_direction<reduction::ops::arg_op<Max>> = Max ? 1 : -1;
 //! meets its elements in increasing index order, so an element only replaces the accumulator when it is
 //! strictly more extreme, a NaN, or the accumulator is still the identity (a tie keeps the lower index).
 //! Each element is first compared with the accumulator's value by one unordered comparison (true when it
-//! is more extreme or either is NaN: one FSETP with a predicate accumulate on NVIDIA, after the 16-bit
+//! is more extreme or either is NaN; in PTX a setp and a predicate and per element after the 16-bit
 //! widening); the exact element-wise fold runs only for a vector that may win (rare past the first tiles).
 template <int Dir, int Vec, class T, class A, class Op, class Load>
 PK_DEVICE PK_FORCEINLINE void arg_fold_vector(reduction::ops::indexed<A>& acc, const vec<T, Vec>& v, std::int64_t i0,
