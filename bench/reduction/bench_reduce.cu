@@ -497,9 +497,14 @@ void rows_table(pk::stream& s, bool quick) {
         std::snprintf(line, sizeof line, "| %s | %s | %lld x %lld |", op, pk::reduction::to_string(t),
                       static_cast<long long>(rows), static_cast<long long>(cols));
         sweep += line;
+        const pk::reduction::row_op rop =
+            std::string(op) == "softmax" ? pk::reduction::row_op::softmax : pk::reduction::row_op::rms_norm;
+        const pk::archdb::plan op_plan = pk::reduction::plan_rows(s.device(), rop, rows, cols, eb);
         for (const pk::reduction::row_policy& p : pk::reduction::row_candidates) {
           const std::string name = pk::reduction::name_of(p);
-          if (pk::reduction::on_chip(p) && cols > pk::reduction::row_capacity(p, eb)) {
+          const auto c = std::find_if(op_plan.all.begin(), op_plan.all.end(),
+                                      [&](const pk::archdb::plan::considered& e) { return e.name == name; });
+          if (c == op_plan.all.end() || !c->fits) {  // too wide to hold on chip, or not built for this type
             sweep += " - |";
             continue;
           }
@@ -509,16 +514,14 @@ void rows_table(pk::stream& s, bool quick) {
           fn.rows.policy = name.c_str();
           const double us = std::string(op) == "softmax" ? time_us([&] { PK(pk::softmax(s, fr)); })
                                                          : time_us([&] { PK(pk::rms_norm(s, fn)); });
-          const std::string op_plan =
-              plan_of(std::string(op) == "softmax" ? pk::reduction::row_op::softmax : pk::reduction::row_op::rms_norm);
-          std::snprintf(line, sizeof line, " %.1f%s |", us, name == op_plan ? " (plan)" : "");
+          std::snprintf(line, sizeof line, " %.1f%s |", us, name == op_plan.name ? " (plan)" : "");
           sweep += line;
         }
         sweep += "\n";
       }
     }
   }
-  std::printf("\n### Every row candidate forced (us; '-': the row does not fit on chip)\n\n| op | type | rows x cols |");
+  std::printf("\n### Every row candidate forced (us; '-': the plan says it does not fit: too wide to hold on chip, or not built for the type)\n\n| op | type | rows x cols |");
   for (const pk::reduction::row_policy& p : pk::reduction::row_candidates) std::printf(" %s |", pk::reduction::name_of(p).c_str());
   std::printf("\n|---|---|---|");
   for (std::size_t i = 0; i < pk::reduction::row_candidates.size(); ++i) std::printf("---|");
