@@ -156,21 +156,27 @@ archdb::calibrated_value segment_wave_us(const archdb::device_desc& device) {
   return archdb::calibrated(device, "reduction.segment_wave_us", wave_overhead_us);
 }
 
+// Registers a thread of a kernel compiled to fit `threads` threads per SM (launch bounds' minimum blocks) has
+// on NVIDIA: registers are allocated per warp in units of reg_alloc_unit, and ptxas caps the kernel at the
+// largest whole number of units per warp that lets them fit. Elsewhere (HIP's bounds do not cap registers per
+// block count) `otherwise`.
+int bounded_regs(const archdb::device_desc& device, int threads, int otherwise) {
+  if (device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0 && threads > 0) {
+    const int warps = std::max(1, threads / device.warp_size);
+    const int unit = std::max(1, device.reg_alloc_unit);
+    const int per_warp = device.regs_per_sm / warps / unit * unit;
+    return std::min(device.max_regs_per_thread > 0 ? device.max_regs_per_thread : 255, per_warp / device.warp_size);
+  }
+  return otherwise;
+}
+
 // The split kernel's registers: it is compiled to fit split_policy::blocks_per_sm blocks per SM (launch
 // bounds), so on NVIDIA its registers are at most the register file over that many blocks, and the plan
 // assumes exactly that: the grid it sizes is one wave of the blocks that are resident. On AMD (HIP's bounds
 // do not cap registers per block count) an estimate: 64 + 4 per vector a thread (89-115 at 8 vectors, argmax
 // the most).
 int split_regs(const archdb::device_desc& device, const split_policy& p, int elem_bytes) {
-  if (device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0) {
-    // Registers are allocated per warp in units of reg_alloc_unit: the largest whole number of units per
-    // warp that lets blocks_per_sm blocks fit, as ptxas caps it.
-    const int warps = p.blocks_per_sm * (p.block_threads / device.warp_size);
-    const int unit = std::max(1, device.reg_alloc_unit);
-    const int per_warp = device.regs_per_sm / warps / unit * unit;
-    return std::min(device.max_regs_per_thread > 0 ? device.max_regs_per_thread : 255, per_warp / device.warp_size);
-  }
-  return 64 + 4 * split_unroll(p, static_cast<std::size_t>(elem_bytes));
+  return bounded_regs(device, p.blocks_per_sm * p.block_threads, 64 + 4 * split_unroll(p, static_cast<std::size_t>(elem_bytes)));
 }
 
 //! The even split's candidates in plan_segmented_reduce: bytes streamed at the bandwidth the resident
@@ -274,6 +280,7 @@ archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
                        int elem_bytes) {
   const bool writes = op != row_op::mean_var;
+  const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
   const double row_bytes = static_cast<double>(cols) * elem_bytes;
   const double total_bytes = static_cast<double>(rows) * row_bytes;
   std::vector<archdb::candidate> cands;
@@ -285,7 +292,10 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
     // and fp64 rows 64-148). Streaming: U vectors in flight and the statistics' state.
     const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
-    c.res.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items : assumed_rows_regs_per_thread;
+    // Streaming: the registers its launch bounds cap it at (row_stream_threads_per_sm).
+    const int stream_threads = std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford) / p.block_threads * p.block_threads);
+    c.res.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items
+                                       : bounded_regs(device, stream_threads, assumed_rows_regs_per_thread);
     c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
     c.res.dynamic_smem = row_stage_bytes(p, elem_bytes);
     const std::int64_t cap = row_capacity(p, elem_bytes);

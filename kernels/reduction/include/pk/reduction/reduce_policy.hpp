@@ -168,6 +168,15 @@ constexpr int row_vectors(const row_policy& p, int elem_bytes) {
 constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
   return on_chip(p) ? std::int64_t{p.group_threads} * held_elements(p, elem_bytes) : 0;
 }
+//! Threads per SM a streaming row kernel is compiled to fit (NVIDIA: the launch bounds' minimum blocks,
+//! which caps its registers at the register file over these threads), and that plan_rows assumes. softmax,
+//! log_softmax and rms_norm carry one or two accumulators a thread: 1280 threads (48 registers; ptxas,
+//! sm_90a, left free: 40-52 for 16-bit and fp32 elements, so some already ran 5 blocks of 256 per SM while
+//! the plan counted 4). layer_norm and mean_var carry a Welford state (three accumulators; 53-64 registers
+//! free) and 8-byte elements hold fp64 state: 1024 threads (64 registers).
+constexpr int row_stream_threads_per_sm(int elem_bytes, bool welford) {
+  return welford || elem_bytes > 4 ? 1024 : 1280;
+}
 //! Dynamic shared memory of a staged policy's block: `stages` rows of its capacity for every group.
 constexpr std::int64_t row_stage_bytes(const row_policy& p, int elem_bytes) {
   return staged(p) ? std::int64_t{p.stages} * p.block_threads * row_vectors(p, elem_bytes) * 16 : 0;

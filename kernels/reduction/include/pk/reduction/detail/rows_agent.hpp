@@ -199,8 +199,15 @@ PK_DEVICE PK_FORCEINLINE void welford_add(reduction::ops::welford<A>& w, const A
   w = reduction::ops::welford_op{}(w, reduction::ops::welford<A>{count, mb, m2});
 }
 
+//! Blocks per SM of B threads the streaming kernel is compiled to fit (reduction::row_stream_threads_per_sm).
+template <class T, reduction::row_kind K>
+inline constexpr int stream_threads_per_sm = reduction::row_stream_threads_per_sm(
+    static_cast<int>(sizeof(T)), K == reduction::row_kind::layer_norm || K == reduction::row_kind::mean_var);
+template <int B, class T, reduction::row_kind K>
+inline constexpr int stream_blocks_per_sm = stream_threads_per_sm<T, K> / B > 0 ? stream_threads_per_sm<T, K> / B : 1;
+
 template <int B, int G, int U, class T, class A, reduction::row_kind K>
-PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
+PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void rows_stream_kernel(rows_call c) {
   using reduction::row_kind;
   using wf = reduction::ops::welford<A>;
   using state_t = std::conditional_t<K == row_kind::softmax || K == row_kind::log_softmax, softmax_state<A>,
