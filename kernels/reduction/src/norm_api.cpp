@@ -99,6 +99,7 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.kind = kind;
   c.policy = p.index;
   c.grid = reduction::row_grid(s.device(), p, r.rows);
+  c.cache_vectors = reduction::row_cache_vectors(s.device(), p, op, r.rows, r.cols, eb);
   c.x = r.x;
   c.y = r.y;
   c.weight = w;

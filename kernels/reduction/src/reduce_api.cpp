@@ -277,27 +277,76 @@ archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64
   return plan_groups(device, segments, static_cast<double>(assumed_len), elem_bytes, total * elem_bytes, true);
 }
 
+namespace {
+//! The resources plan_rows assumes for a row policy's kernel (without a streaming group's shared cache).
+archdb::kernel_resources row_resources(const archdb::device_desc& device, const row_policy& p, row_op op, int elem_bytes) {
+  archdb::kernel_resources r;
+  r.threads_per_block = p.block_threads;
+  // On chip: the held values, what the passes keep live and the loop's state (ptxas, sm_90a: 16-bit
+  // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
+  // and fp64 rows 64-148). Streaming: the registers its launch bounds cap it at (row_stream_threads_per_sm).
+  const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
+  const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
+  const int stream_threads =
+      std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford) / p.block_threads * p.block_threads);
+  r.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items
+                                 : bounded_regs(device, stream_threads, assumed_rows_regs_per_thread);
+  r.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
+  r.dynamic_smem = row_stage_bytes(p, elem_bytes);
+  return r;
+}
+
+//! 16-byte vectors of each row's head a streaming block keeps in shared memory between its two passes, so
+//! that the second pass reads only the rest from L2 or DRAM. Where the rows in flight at once exceed the half
+//! of L2 the model gives the re-read (plan_rows): as many as the shared memory left by the blocks the
+//! registers allow per SM holds, without lowering them, and at most the row. 0 otherwise: for on-chip
+//! policies, for mean_var (one pass), and for a warp per row, whose rows the on-chip and staged policies hold
+//! whole (its share of a block's shared memory is a few KB, and its cached variant is not measured).
+//! `blocks_per_sm`: the policy's resident blocks when known (a plan's), else 0 (computed from `res`).
+std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_policy& p, const archdb::kernel_resources& res,
+                                  row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes, int blocks_per_sm = 0) {
+  if (on_chip(p) || op == row_op::mean_var || cols <= 0 || p.group_threads != p.block_threads) return 0;
+  const int blocks = blocks_per_sm > 0 ? blocks_per_sm : archdb::occupancy(device, res).blocks_per_sm;
+  if (blocks <= 0) return 0;
+  const std::int64_t groups = p.block_threads / p.group_threads;
+  const double in_flight = std::min(static_cast<double>(rows), static_cast<double>(blocks) * device.sm_count * groups);
+  if (in_flight * static_cast<double>(cols) * elem_bytes <= static_cast<double>(device.l2_bytes) / 2) return 0;
+  const std::int64_t per_block =
+      std::min(device.smem_per_block_optin, device.smem_per_sm / blocks - device.smem_reserved_per_block) -
+      res.static_smem - res.dynamic_smem;
+  std::int64_t v = std::min(std::max<std::int64_t>(0, per_block) / groups / 16, (cols * elem_bytes + 15) / 16);
+  // The allocation granularity may still cost a block: give up a share until the blocks per SM hold.
+  archdb::kernel_resources r = res;
+  for (r.dynamic_smem = res.dynamic_smem + groups * v * 16; v > 0 && archdb::occupancy(device, r).blocks_per_sm < blocks;
+       r.dynamic_smem = res.dynamic_smem + groups * v * 16)
+    v -= std::max<std::int64_t>(1, v / 16);
+  return v;
+}
+}  // namespace
+
+std::int64_t row_cache_vectors(const archdb::device_desc& device, const archdb::plan& p, row_op op, std::int64_t rows,
+                               std::int64_t cols, int elem_bytes) {
+  // The plan's resident blocks are the policy's without the cache (which never lowers them): the common case,
+  // rows whose re-read stays in L2, returns before any occupancy is computed.
+  const row_policy& pol = row_candidates[static_cast<std::size_t>(p.index)];
+  return stream_cache_vectors(device, pol, row_resources(device, pol, op, elem_bytes), op, rows, cols, elem_bytes,
+                              p.occ.blocks_per_sm);
+}
+
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
                        int elem_bytes) {
   const bool writes = op != row_op::mean_var;
-  const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
   const double row_bytes = static_cast<double>(cols) * elem_bytes;
   const double total_bytes = static_cast<double>(rows) * row_bytes;
   std::vector<archdb::candidate> cands;
+  std::vector<std::int64_t> cached_bytes;  // per candidate: the head of a row kept in shared memory
   for (const row_policy& p : row_candidates) {
     archdb::candidate c;
     c.name = name_of(p);
-    c.res.threads_per_block = p.block_threads;
-    // On chip: the held values, what the passes keep live and the loop's state (ptxas, sm_90a: 16-bit
-    // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
-    // and fp64 rows 64-148). Streaming: U vectors in flight and the statistics' state.
-    const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
-    // Streaming: the registers its launch bounds cap it at (row_stream_threads_per_sm).
-    const int stream_threads = std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford) / p.block_threads * p.block_threads);
-    c.res.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items
-                                       : bounded_regs(device, stream_threads, assumed_rows_regs_per_thread);
-    c.res.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
-    c.res.dynamic_smem = row_stage_bytes(p, elem_bytes);
+    c.res = row_resources(device, p, op, elem_bytes);
+    const std::int64_t cache = stream_cache_vectors(device, p, c.res, op, rows, cols, elem_bytes);
+    c.res.dynamic_smem += std::int64_t{p.block_threads / p.group_threads} * cache * 16;
+    cached_bytes.push_back(cache * 16);
     const std::int64_t cap = row_capacity(p, elem_bytes);
     if (staged(p) && !archdb::traits(device.isa).has_async_copy)
       c.unavailable = "staging rows through shared memory needs asynchronous copies, which " +
@@ -356,10 +405,13 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
     // DRAM bytes: read once (and written once) on chip; streaming reads the row a second time for the
     // output, from L2 while the rows in flight fit half of it (the other half for the writes), from
     // DRAM for the part that does not.
+    // A streaming group that keeps its row's head in shared memory re-reads only the rest.
     const double passes = on_chip(p) || !writes ? 1 : 2;
-    const double footprint = f.groups_per_sm * device.sm_count * row_bytes;
+    const double cached = std::min(row_bytes, static_cast<double>(cached_bytes[static_cast<std::size_t>(&c - cands.data())]));
+    const double footprint = f.groups_per_sm * device.sm_count * (row_bytes - cached);
     const double l2_half = static_cast<double>(device.l2_bytes) / 2;
-    const double reread = passes > 1 && footprint > l2_half ? (footprint - l2_half) / footprint : 0.0;
+    const double reread =
+        passes > 1 && footprint > l2_half ? (footprint - l2_half) / footprint * (row_bytes - cached) / row_bytes : 0.0;
     const double bytes = total_bytes * (1 + reread + (writes ? 1 : 0));
     const double stream_us = archdb::roofline_us(device, bytes, 0, 0) / f.factor;
     // A group's chain per wave: its dependent load rounds per pass (one on chip: every load at once) and
@@ -375,7 +427,11 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
         << static_cast<int>(f.needed / 1024) << " KB streams at full bandwidth), "
         << (staged(p) ? "row staged through shared memory " + std::to_string(p.stages - 1) + " row(s) ahead, read once"
             : on_chip(p) ? "row held on chip, read once"
-            : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM)"
+            : writes   ? "row read twice (" + std::to_string(static_cast<int>(reread * 100)) + "% of the second read from DRAM" +
+                           (cached > 0 ? ", its first " + std::to_string(static_cast<std::int64_t>(cached) / 1024) +
+                                             " KB kept in shared memory"
+                                       : std::string()) +
+                           ")"
                        : std::string("row read once"))
         << ": stream "
         << stream_us << " us, chain " << chain_us << " us (" << rows_wave.value << " us a wave, "

@@ -16,7 +16,14 @@
 //    softmax adds 2^-126, below which its exponentials flush to 0 (bf16's subnormals).
 #include "reduce_test_util.hpp"
 
+#include <pk/archdb/device.hpp>
 #include <pk/archdb/family_plan.hpp>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace pk::test {
 namespace {
@@ -305,6 +312,79 @@ TEST_P(Norm, StagedRingsWalkSeveralRows) {
   staged_rings<bf16>(s, sd, 43, ran);
   staged_rings<fp16>(s, sd, 38, ran);  // 38 + 3: aligned rows the other way round
   if (ran == 0) GTEST_SKIP() << "no staged row candidate runs on " << s.device().name << " (no asynchronous copies)";
+}
+
+//! A twin of the stream's (emulated) device with 2 SMs and a 256 KB L2, added to the database under its own
+//! name, so that a few rows of a few hundred KB are more than half of L2 in flight: the streaming kernels then
+//! keep each row's head in shared memory between their passes (row_cache_vectors).
+bool small_l2_twin(const archdb::device_desc& d, std::string& name) {
+  name = d.name + " (2 SMs, 256 KB L2: row cache test)";
+  if (archdb::find_device(name) != nullptr) return true;
+  for (const auto& e : std::filesystem::directory_iterator(PK_ARCHDB_DEVICES_DIR)) {
+    std::ifstream in(e.path());
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("name", "") != d.name) continue;
+    j["name"] = name;
+    j["aliases"] = nlohmann::json::array();
+    j["match"]["name_patterns"] = nlohmann::json::array();
+    j["sm_count"] = {{"value", 2}, {"source", "test twin"}};
+    j["l2_bytes"] = {{"value", 256 * 1024}, {"source", "test twin"}};
+    const auto path = std::filesystem::temp_directory_path() / ("pk_rows_twin_" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << j.dump();
+    std::string err;
+    const bool ok = archdb::load_user_devices(path.string(), &err);
+    std::filesystem::remove(path);
+    EXPECT_TRUE(ok) << err;
+    return ok;
+  }
+  return false;
+}
+
+//! Each streaming block-per-row candidate with the row head kept in shared memory (a warp per row keeps none):
+//! rows half as long again as what its group keeps (the rest read from global memory in the second pass) and
+//! more rows than its groups hold at once (each group's cache reused by its next row), rows misaligned and
+//! aligned. The test fails where the plan does not engage the cache.
+template <class T>
+void cached_stream_rows(const stream& s, std::uint64_t sd) {
+  constexpr int eb = static_cast<int>(sizeof(T));
+  for (int policy = 0; policy < static_cast<int>(reduction::row_candidates.size()); ++policy) {
+    const reduction::row_policy& p = reduction::row_candidates[static_cast<std::size_t>(policy)];
+    if (reduction::on_chip(p) || p.group_threads != p.block_threads) continue;
+    // What a group keeps of a row longer than any cache, and how many groups run at once.
+    const std::int64_t wide = INT64_C(1) << 24;
+    const archdb::plan wp =
+        archdb::with_choice(reduction::plan_rows(s.device(), reduction::row_op::softmax, INT64_C(1) << 20, wide, eb), policy);
+    const std::int64_t keep = reduction::row_cache_vectors(s.device(), wp, reduction::row_op::softmax, INT64_C(1) << 20, wide, eb);
+    const std::int64_t groups = std::int64_t{reduction::row_grid(s.device(), wp, INT64_C(1) << 40)} * (p.block_threads / p.group_threads);
+    const shape sh{2 * groups + 3, keep * (16 / eb) * 3 / 2 + 5};
+    SCOPED_TRACE(reduction::name_of(p) + " keeps " + std::to_string(keep) + " vectors of a row; " + std::to_string(sh.rows) +
+                 " x " + std::to_string(sh.cols));
+    const archdb::plan pl =
+        archdb::with_choice(reduction::plan_rows(s.device(), reduction::row_op::softmax, sh.rows, sh.cols, eb), policy);
+    ASSERT_GT(reduction::row_cache_vectors(s.device(), pl, reduction::row_op::softmax, sh.rows, sh.cols, eb), 0)
+        << "the plan keeps nothing of these rows on chip";
+    auto x = random_rows<T>(sh, sd + static_cast<std::uint64_t>(policy), 2.0);
+    std::vector<T> w = random_rows<T>({1, sh.cols}, sd + 7, 1.0), b = random_rows<T>({1, sh.cols}, sd + 8, 1.0);
+    for (which wh : {which::softmax, which::log_softmax, which::layer_norm, which::rms_norm})
+      for (bool aligned : {false, true}) {
+        check_rows<T>(s, wh, sh, x, w, b, policy, aligned);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+}
+
+TEST_P(Norm, StreamingRowsKeepTheirHeadOnChip) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  pk::stream run = s;
+  if (!GetParam().gpu) {
+    std::string twin;
+    ASSERT_TRUE(small_l2_twin(s.device(), twin)) << "no database file names " << s.device().name;
+    ASSERT_TRUE(stream::host(twin, run));
+  }
+  cached_stream_rows<float>(run, sd);
+  cached_stream_rows<bf16>(run, sd);
 }
 
 TEST_P(Norm, EveryOpEveryTypeRaggedWidths) {

@@ -82,6 +82,9 @@ struct rows_call {
   void* stat0 = nullptr;  //!< layer_norm: fp32 mean; mean_var: mean (accumulator type)
   void* stat1 = nullptr;  //!< layer_norm/rms_norm: fp32 rstd; mean_var: variance (accumulator type)
   std::int64_t rows = 0, cols = 0, x_stride = 0, y_stride = 0;
+  //! Streaming policies: 16-byte vectors of each row's head a group keeps in shared memory between its passes
+  //! (dynamic shared memory: groups per block x this x 16 bytes); 0: none.
+  std::int64_t cache_vectors = 0;
   double eps = 0;
   std::int64_t correction = 0;
   const char* type_name = "";

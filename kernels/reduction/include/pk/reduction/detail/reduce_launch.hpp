@@ -211,6 +211,7 @@ status launch_rows_policy(const rows_call& c, const char* what) {
       return launch(*c.s, &rows_onchip_kernel<p.block_threads, p.group_threads, vectors, stages, T, A, K>, shape, c);
     }
   } else {
+    shape.dynamic_smem = static_cast<std::size_t>(p.block_threads / p.group_threads * c.cache_vectors * 16);
     return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
   }
 }

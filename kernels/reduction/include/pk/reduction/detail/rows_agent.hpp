@@ -85,9 +85,11 @@ PK_DEVICE PK_FORCEINLINE A max_num(A m, A v) {
 
 //! Calls f(values, count, first_index) over the thread's share of p[0, len): 16-byte vectors (count =
 //! V) after a scalar head up to alignment, and a scalar tail (count = 1). The visiting order per thread
-//! is fixed by (t, len, alignment).
+//! is fixed by (t, len, alignment). The body's vectors 0 .. cached - 1 are also stored to cache[] (the slots
+//! row_transform reads them back from: the same thread's, no barrier).
 template <int G, int U, class T, class A, class F>
-PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
+PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f, vec<T, static_cast<int>(16 / sizeof(T))>* cache = nullptr,
+                         std::int64_t cached = 0) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
   const std::uintptr_t mis = reinterpret_cast<std::uintptr_t>(p) % 16;
   std::int64_t head = mis % sizeof(T) != 0 ? len : static_cast<std::int64_t>(((16 - mis) % 16) / sizeof(T));
@@ -104,6 +106,9 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
 #pragma unroll
     for (int u = 0; u < U; ++u) x[u] = load_vec<V>(body + (v + std::int64_t{u} * G) * V);
 #pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (v + std::int64_t{u} * G < cached) cache[v + std::int64_t{u} * G] = x[u];
+#pragma unroll
     for (int u = 0; u < U; ++u) {
       A a[V];
 #pragma unroll
@@ -113,6 +118,7 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
   }
   for (; v < nvec; v += G) {
     const vec<T, V> x = load_vec<V>(body + v * V);
+    if (v < cached) cache[v] = x;
     A a[V];
 #pragma unroll
     for (int e = 0; e < V; ++e) a[e] = ::pk::widen<A>(x[e]);
@@ -125,9 +131,11 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f) {
 }
 
 //! y[j] = T(g(A(x[j]), j)) over the thread's share of the row; vectorized when x and y have the same
-//! alignment (else scalar).
+//! alignment (else scalar). The body's vectors 0 .. cached - 1 come from cache[] (row_visit's copies), the
+//! rest from x.
 template <int G, int U, class T, class A, class F>
-PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
+PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g,
+                             const vec<T, static_cast<int>(16 / sizeof(T))>* cache = nullptr, std::int64_t cached = 0) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % 16, my = reinterpret_cast<std::uintptr_t>(y) % 16;
   if (mx != my || mx % sizeof(T) != 0) {
@@ -142,7 +150,10 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
   for (; v + std::int64_t{U - 1} * G < nvec; v += std::int64_t{U} * G) {
     vec<T, V> in[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) in[u] = load_vec<V>(x + head + (v + std::int64_t{u} * G) * V);
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t i = v + std::int64_t{u} * G;
+      in[u] = i < cached ? cache[i] : load_vec<V>(x + head + i * V);
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       vec<T, V> out;
@@ -154,7 +165,7 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g) {
   }
   for (; v < nvec; v += G) {
     const std::int64_t j0 = head + v * V;
-    const vec<T, V> in = load_vec<V>(x + j0);
+    const vec<T, V> in = v < cached ? cache[v] : load_vec<V>(x + j0);
     vec<T, V> out;
 #pragma unroll
     for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(::pk::widen<A>(in[e]), j0 + e));
@@ -221,6 +232,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
   const T* w = static_cast<const T*>(c.weight);
   const T* bias = static_cast<const T*>(c.bias);
   const A ninf = -numeric_traits<A>::infinity();
+  // The first c.cache_vectors 16-byte vectors of each row's body stay in shared memory between the passes
+  // (the group's slice of the dynamic shared memory), so that pass 2 reads them from there and the rest
+  // from L2 or DRAM. Used where pass 2 is vectorized like pass 1 (x and y on the same 16-byte phase).
+  using vec_t = vec<T, static_cast<int>(16 / sizeof(T))>;
+  vec_t* const cache = c.cache_vectors > 0 ? dynamic_shared<vec_t>() + std::int64_t{g} * c.cache_vectors : nullptr;
   for (std::int64_t base = std::int64_t{block_idx().x} * groups; base < c.rows;
        base += std::int64_t{grid_dim().x} * groups) {
     const std::int64_t row = base + g;
@@ -229,6 +245,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
     // x may be null when the rows are empty (cols = 0): it is offset only for a row with elements.
     const T* x = static_cast<const T*>(c.x) + (len > 0 ? row * c.x_stride : 0);
     T* y = c.y != nullptr && live ? static_cast<T*>(c.y) + row * c.y_stride : static_cast<T*>(c.y);
+    const std::uintptr_t xm = reinterpret_cast<std::uintptr_t>(x) % 16;
+    const std::int64_t cached =
+        cache != nullptr && y != nullptr && xm == reinterpret_cast<std::uintptr_t>(y) % 16 && xm % sizeof(T) == 0
+            ? c.cache_vectors
+            : 0;
     // The pivot of the Welford statistics: the row's first element, read by every thread of the group.
     constexpr bool welford_kind = K == row_kind::layer_norm || K == row_kind::mean_var;
     [[maybe_unused]] const A k = welford_kind && len > 0 ? ::pk::widen<A>(x[0]) : A(0);
@@ -247,15 +268,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
         }
         const A shift = st.m == ninf ? A(0) : st.m;
         for (int e = 0; e < count; ++e) st.s += term_exp<T>(a[e] - shift);
-      });
+      }, cache, cached);
     } else if constexpr (K == row_kind::rms_norm) {
       st = A(0);
       row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) {
         for (int e = 0; e < count; ++e) st += a[e] * a[e];
-      });
+      }, cache, cached);
     } else {
       st = wf{0, A(0), A(0)};
-      row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) { welford_add(st, a, count, k); });
+      row_visit<G, U, T, A>(
+          x, len, t, [&](const A* a, int count, std::int64_t) { welford_add(st, a, count, k); }, cache, cached);
     }
     st = reducer::all_reduce(st, merge_t{}, storage);
     if (live) {
@@ -269,18 +291,18 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
           const A m = st.m;
           row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t) {
             return nan_row ? nan : empty ? A(0) : term_exp<T>(v - m) * inv;
-          });
+          }, cache, cached);
         } else {
           const A shift = st.m + acc_log(st.s);
           row_transform<G, U, T, A>(x, y, len, t,
-                                    [&](A v, std::int64_t) { return nan_row ? nan : empty ? ninf : v - shift; });
+                                    [&](A v, std::int64_t) { return nan_row ? nan : empty ? ninf : v - shift; }, cache, cached);
         }
       } else if constexpr (K == row_kind::rms_norm) {
         const A rstd = acc_rsqrt(st / static_cast<A>(c.cols) + static_cast<A>(c.eps));
         // eps = 0 and a zero row: rstd = +inf, and x = 0 gives 0 (not 0 * inf).
         row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
           return (v == A(0) && rstd == inf ? A(0) : v * rstd) * ::pk::widen<A>(w[j]);
-        });
+        }, cache, cached);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
       } else if constexpr (K == row_kind::layer_norm) {
         // Statistics of x - k; a NaN or an infinity in the row makes the shifted mean non-finite, and
@@ -297,9 +319,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
         if (bias != nullptr) {
           row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
             return xhat(v) * ::pk::widen<A>(w[j]) + ::pk::widen<A>(bias[j]);
-          });
+          }, cache, cached);
         } else {
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * ::pk::widen<A>(w[j]); });
+          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * ::pk::widen<A>(w[j]); }, cache, cached);
         }
         if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + ms);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
