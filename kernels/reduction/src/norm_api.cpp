@@ -8,6 +8,7 @@
 #include <pk/reduction/reduce_policy.hpp>
 #include <pk/reduction/rows_instances.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -99,7 +100,8 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.kind = kind;
   c.policy = p.index;
   c.grid = reduction::row_grid(s.device(), p, r.rows);
-  c.cache_vectors = reduction::row_cache_vectors(s.device(), p, op, r.rows, r.cols, eb);
+  c.cache_vectors = static_cast<std::uint16_t>(
+      std::min<std::int64_t>(reduction::row_cache_vectors(s.device(), p, op, r.rows, r.cols, eb), UINT16_MAX));
   c.x = r.x;
   c.y = r.y;
   c.weight = w;

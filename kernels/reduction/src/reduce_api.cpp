@@ -156,10 +156,11 @@ archdb::calibrated_value segment_wave_us(const archdb::device_desc& device) {
   return archdb::calibrated(device, "reduction.segment_wave_us", wave_overhead_us);
 }
 
-// Registers a thread of a kernel compiled to fit `threads` threads per SM (launch bounds' minimum blocks) has
-// on NVIDIA: registers are allocated per warp in units of reg_alloc_unit, and ptxas caps the kernel at the
-// largest whole number of units per warp that lets them fit. Elsewhere (HIP's bounds do not cap registers per
-// block count) `otherwise`.
+// Registers a thread has on NVIDIA when `threads` threads fit an SM: registers are allocated per warp in units of
+// reg_alloc_unit, and the largest whole number of units per warp that lets them fit is what ptxas caps a kernel
+// compiled to fit them at (launch bounds' minimum blocks: the split kernel) and what a kernel that fits them
+// unbounded uses at most (the streaming row kernels). Elsewhere (HIP's bounds do not cap registers per block
+// count) `otherwise`.
 int bounded_regs(const archdb::device_desc& device, int threads, int otherwise) {
   if (device.vendor_id == archdb::vendor::nvidia && device.regs_per_sm > 0 && device.warp_size > 0 && threads > 0) {
     const int warps = std::max(1, threads / device.warp_size);
@@ -284,7 +285,7 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
   r.threads_per_block = p.block_threads;
   // On chip: the held values, what the passes keep live and the loop's state (ptxas, sm_90a: 16-bit
   // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
-  // and fp64 rows 64-148). Streaming: the registers its launch bounds cap it at (row_stream_threads_per_sm).
+  // and fp64 rows 64-148). Streaming: the registers ptxas gives it (row_stream_threads_per_sm).
   const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
   const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
   const int stream_threads =
@@ -299,13 +300,16 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
 //! 16-byte vectors of each row's head a streaming block keeps in shared memory between its two passes, so
 //! that the second pass reads only the rest from L2 or DRAM. Where the rows in flight at once exceed the half
 //! of L2 the model gives the re-read (plan_rows): as many as the shared memory left by the blocks the
-//! registers allow per SM holds, without lowering them, and at most the row. 0 otherwise: for on-chip
-//! policies, for mean_var (one pass), and for a warp per row, whose rows the on-chip and staged policies hold
-//! whole (its share of a block's shared memory is a few KB, and its cached variant is not measured).
+//! registers allow per SM holds, without lowering them, and at most the row. H100, one call against the
+//! kernel without it: softmax f32 512 x 65536 133 -> 107 us, bf16 1024 x 131072 265 -> 224, rms_norm 287 -> 249,
+//! f32 1024 x 131072 softmax 550 -> 494, bf16 128 x 262144 76.5 -> 71.5 (reduction-h100-2026-12-05.md).
+//! 0 otherwise: for on-chip policies; for a warp per row (row_cacheable), whose rows the on-chip and staged
+//! policies hold whole; for mean_var (one pass); and for layer_norm, which ran slower with it (bf16 128 x 262144
+//! 84.9 -> 93.9 us, 1024 x 131072 314 -> 352: its Welford state and weights leave no registers for it).
 //! `blocks_per_sm`: the policy's resident blocks when known (a plan's), else 0 (computed from `res`).
 std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_policy& p, const archdb::kernel_resources& res,
                                   row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes, int blocks_per_sm = 0) {
-  if (on_chip(p) || op == row_op::mean_var || cols <= 0 || p.group_threads != p.block_threads) return 0;
+  if (!row_cacheable(p) || op == row_op::mean_var || op == row_op::layer_norm || cols <= 0) return 0;
   const int blocks = blocks_per_sm > 0 ? blocks_per_sm : archdb::occupancy(device, res).blocks_per_sm;
   if (blocks <= 0) return 0;
   const std::int64_t groups = p.block_threads / p.group_threads;

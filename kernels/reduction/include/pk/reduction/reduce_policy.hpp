@@ -168,15 +168,19 @@ constexpr int row_vectors(const row_policy& p, int elem_bytes) {
 constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
   return on_chip(p) ? std::int64_t{p.group_threads} * held_elements(p, elem_bytes) : 0;
 }
-//! Threads per SM a streaming row kernel is compiled to fit (NVIDIA: the launch bounds' minimum blocks,
-//! which caps its registers at the register file over these threads), and that plan_rows assumes. softmax,
-//! log_softmax and rms_norm carry one or two accumulators a thread: 1280 threads (48 registers; ptxas,
-//! sm_90a, left free: 40-52 for 16-bit and fp32 elements, so some already ran 5 blocks of 256 per SM while
-//! the plan counted 4). layer_norm and mean_var carry a Welford state (three accumulators; 53-64 registers
-//! free) and 8-byte elements hold fp64 state: 1024 threads (64 registers).
+//! Threads per SM plan_rows counts for a streaming row kernel (its registers: the register file over these). ptxas,
+//! sm_90a, CUDA 13.0: softmax, log_softmax and rms_norm of 16-bit and fp32 elements take 40-52 registers (most 48:
+//! 1280 threads, 5 blocks of 256), the Welford rows (layer_norm, mean_var) and fp64 53-64 (1024 threads). The count
+//! is not imposed: launch bounds of 1280 threads made ptxas schedule the 16-bit softmax of 8192 columns 27% slower
+//! on an H100 (51.6 -> 65.6 us) at the same 48 registers. Counting 64 for all of them, the plan tied the streaming
+//! 256-thread block with the on-chip blocks and took the latter, 1.1-1.2x slower for 16-bit softmax at 8192-16384
+//! columns (bench/results/reduction-h100-2026-12-05.md).
 constexpr int row_stream_threads_per_sm(int elem_bytes, bool welford) {
   return welford || elem_bytes > 4 ? 1024 : 1280;
 }
+//! Streaming policies with an instance that keeps each row's head in shared memory between the passes
+//! (row_cache_vectors): a block per row.
+constexpr bool row_cacheable(const row_policy& p) { return !on_chip(p) && p.group_threads == p.block_threads; }
 //! Dynamic shared memory of a staged policy's block: `stages` rows of its capacity for every group.
 constexpr std::int64_t row_stage_bytes(const row_policy& p, int elem_bytes) {
   return staged(p) ? std::int64_t{p.stages} * p.block_threads * row_vectors(p, elem_bytes) * 16 : 0;

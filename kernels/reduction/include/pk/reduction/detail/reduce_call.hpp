@@ -70,6 +70,12 @@ enum class row_kind : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm,
 struct rows_call {
   const stream* s = nullptr;
   row_kind kind = row_kind::softmax;
+  //! Streaming policies: 16-byte vectors of each row's head a group keeps in shared memory between its passes
+  //! (dynamic shared memory: groups per block x this x 16 bytes; at most a block's shared memory, 14592
+  //! vectors on the largest devices); 0: none. In the padding after `kind`, so that every other member keeps
+  //! its offset in the kernels' parameters: with one more 8-byte member at the end, ptxas (sm_90a) gave some
+  //! on-chip kernels other register counts and the H100 ran the unchanged on-chip kernels 6-25% slower.
+  std::uint16_t cache_vectors = 0;
   int policy = 0;  //!< index into row_candidates
   unsigned grid = 1;
   //! Every row start of x and y, weight and bias are 16-byte aligned: the on-chip kernel's vector loads
@@ -82,9 +88,6 @@ struct rows_call {
   void* stat0 = nullptr;  //!< layer_norm: fp32 mean; mean_var: mean (accumulator type)
   void* stat1 = nullptr;  //!< layer_norm/rms_norm: fp32 rstd; mean_var: variance (accumulator type)
   std::int64_t rows = 0, cols = 0, x_stride = 0, y_stride = 0;
-  //! Streaming policies: 16-byte vectors of each row's head a group keeps in shared memory between its passes
-  //! (dynamic shared memory: groups per block x this x 16 bytes); 0: none.
-  std::int64_t cache_vectors = 0;
   double eps = 0;
   std::int64_t correction = 0;
   const char* type_name = "";

@@ -211,7 +211,16 @@ status launch_rows_policy(const rows_call& c, const char* what) {
       return launch(*c.s, &rows_onchip_kernel<p.block_threads, p.group_threads, vectors, stages, T, A, K>, shape, c);
     }
   } else {
-    shape.dynamic_smem = static_cast<std::size_t>(p.block_threads / p.group_threads * c.cache_vectors * 16);
+    if (c.cache_vectors > 0) {
+      // The cached instances: a block per row, softmax, log_softmax and rms_norm (what plan_rows keeps rows for).
+      if constexpr (reduction::row_cacheable(p) &&
+                    (K == reduction::row_kind::softmax || K == reduction::row_kind::log_softmax || K == reduction::row_kind::rms_norm)) {
+        shape.dynamic_smem = static_cast<std::size_t>(c.cache_vectors * 16);
+        return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K, true>, shape, c);
+      } else {
+        return {errc::internal, name + ": no instance keeps this operation's rows in shared memory"};
+      }
+    }
     return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K>, shape, c);
   }
 }

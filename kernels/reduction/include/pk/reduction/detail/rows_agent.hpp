@@ -85,9 +85,9 @@ PK_DEVICE PK_FORCEINLINE A max_num(A m, A v) {
 
 //! Calls f(values, count, first_index) over the thread's share of p[0, len): 16-byte vectors (count =
 //! V) after a scalar head up to alignment, and a scalar tail (count = 1). The visiting order per thread
-//! is fixed by (t, len, alignment). The body's vectors 0 .. cached - 1 are also stored to cache[] (the slots
-//! row_transform reads them back from: the same thread's, no barrier).
-template <int G, int U, class T, class A, class F>
+//! is fixed by (t, len, alignment). Cached: the body's vectors 0 .. cached - 1 are also stored to cache[] (the
+//! slots row_transform reads them back from: the same thread's, no barrier).
+template <int G, int U, class T, class A, bool Cached = false, class F>
 PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f, vec<T, static_cast<int>(16 / sizeof(T))>* cache = nullptr,
                          std::int64_t cached = 0) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
@@ -105,9 +105,11 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f, vec<T, stat
     vec<T, V> x[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) x[u] = load_vec<V>(body + (v + std::int64_t{u} * G) * V);
+    if constexpr (Cached) {
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (v + std::int64_t{u} * G < cached) cache[v + std::int64_t{u} * G] = x[u];
+      for (int u = 0; u < U; ++u)
+        if (v + std::int64_t{u} * G < cached) cache[v + std::int64_t{u} * G] = x[u];
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       A a[V];
@@ -118,7 +120,8 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f, vec<T, stat
   }
   for (; v < nvec; v += G) {
     const vec<T, V> x = load_vec<V>(body + v * V);
-    if (v < cached) cache[v] = x;
+    if constexpr (Cached)
+      if (v < cached) cache[v] = x;
     A a[V];
 #pragma unroll
     for (int e = 0; e < V; ++e) a[e] = ::pk::widen<A>(x[e]);
@@ -131,9 +134,9 @@ PK_DEVICE void row_visit(const T* p, std::int64_t len, int t, F&& f, vec<T, stat
 }
 
 //! y[j] = T(g(A(x[j]), j)) over the thread's share of the row; vectorized when x and y have the same
-//! alignment (else scalar). The body's vectors 0 .. cached - 1 come from cache[] (row_visit's copies), the
-//! rest from x.
-template <int G, int U, class T, class A, class F>
+//! alignment (else scalar). Cached: the body's vectors 0 .. cached - 1 come from cache[] (row_visit's copies),
+//! the rest from x.
+template <int G, int U, class T, class A, bool Cached = false, class F>
 PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g,
                              const vec<T, static_cast<int>(16 / sizeof(T))>* cache = nullptr, std::int64_t cached = 0) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
@@ -152,7 +155,10 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g,
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t i = v + std::int64_t{u} * G;
-      in[u] = i < cached ? cache[i] : load_vec<V>(x + head + i * V);
+      if constexpr (Cached)
+        in[u] = i < cached ? cache[i] : load_vec<V>(x + head + i * V);
+      else
+        in[u] = load_vec<V>(x + head + i * V);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -165,7 +171,11 @@ PK_DEVICE void row_transform(const T* x, T* y, std::int64_t len, int t, F&& g,
   }
   for (; v < nvec; v += G) {
     const std::int64_t j0 = head + v * V;
-    const vec<T, V> in = v < cached ? cache[v] : load_vec<V>(x + j0);
+    vec<T, V> in;
+    if constexpr (Cached)
+      in = v < cached ? cache[v] : load_vec<V>(x + j0);
+    else
+      in = load_vec<V>(x + j0);
     vec<T, V> out;
 #pragma unroll
     for (int e = 0; e < V; ++e) out[e] = static_cast<T>(g(::pk::widen<A>(in[e]), j0 + e));
@@ -210,15 +220,12 @@ PK_DEVICE PK_FORCEINLINE void welford_add(reduction::ops::welford<A>& w, const A
   w = reduction::ops::welford_op{}(w, reduction::ops::welford<A>{count, mb, m2});
 }
 
-//! Blocks per SM of B threads the streaming kernel is compiled to fit (reduction::row_stream_threads_per_sm).
-template <class T, reduction::row_kind K>
-inline constexpr int stream_threads_per_sm = reduction::row_stream_threads_per_sm(
-    static_cast<int>(sizeof(T)), K == reduction::row_kind::layer_norm || K == reduction::row_kind::mean_var);
-template <int B, class T, reduction::row_kind K>
-inline constexpr int stream_blocks_per_sm = stream_threads_per_sm<T, K> / B > 0 ? stream_threads_per_sm<T, K> / B : 1;
-
-template <int B, int G, int U, class T, class A, reduction::row_kind K>
-PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void rows_stream_kernel(rows_call c) {
+//! Cached (reduction::row_cache_vectors): each group keeps the first c.cache_vectors 16-byte vectors of its row's
+//! body in its slice of the dynamic shared memory between the passes; pass 2 reads them from there and the rest
+//! from L2 or DRAM. A separate instance, so that rows without it run the plain loops (the run-time test per
+//! vector cost 3-7% where nothing was kept: H100, bf16 rows of 4096-65536 columns, 2026-12-05).
+template <int B, int G, int U, class T, class A, reduction::row_kind K, bool Cached = false>
+PK_KERNEL PK_LAUNCH_BOUNDS(B) void rows_stream_kernel(rows_call c) {
   using reduction::row_kind;
   using wf = reduction::ops::welford<A>;
   using state_t = std::conditional_t<K == row_kind::softmax || K == row_kind::log_softmax, softmax_state<A>,
@@ -232,11 +239,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
   const T* w = static_cast<const T*>(c.weight);
   const T* bias = static_cast<const T*>(c.bias);
   const A ninf = -numeric_traits<A>::infinity();
-  // The first c.cache_vectors 16-byte vectors of each row's body stay in shared memory between the passes
-  // (the group's slice of the dynamic shared memory), so that pass 2 reads them from there and the rest
-  // from L2 or DRAM. Used where pass 2 is vectorized like pass 1 (x and y on the same 16-byte phase).
+  // The cache is used where pass 2 is vectorized like pass 1 (x and y on the same 16-byte phase).
   using vec_t = vec<T, static_cast<int>(16 / sizeof(T))>;
-  vec_t* const cache = c.cache_vectors > 0 ? dynamic_shared<vec_t>() + std::int64_t{g} * c.cache_vectors : nullptr;
+  vec_t* const cache = Cached && c.cache_vectors > 0 ? dynamic_shared<vec_t>() + std::int64_t{g} * c.cache_vectors : nullptr;
   for (std::int64_t base = std::int64_t{block_idx().x} * groups; base < c.rows;
        base += std::int64_t{grid_dim().x} * groups) {
     const std::int64_t row = base + g;
@@ -259,7 +264,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
       // A batch (one vector) at a time: its maximum, one rescale of the sum when it moves, then the
       // batch's terms against the new maximum (shifted by 0 while it is -inf: exp(-inf) = 0, a NaN stays
       // NaN), instead of a compare and branch per element.
-      row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) {
+      row_visit<G, U, T, A, Cached>(x, len, t, [&](const A* a, int count, std::int64_t) {
         A bm = st.m;
         for (int e = 0; e < count; ++e) bm = max_num(bm, a[e]);
         if (bm > st.m) {
@@ -271,12 +276,12 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
       }, cache, cached);
     } else if constexpr (K == row_kind::rms_norm) {
       st = A(0);
-      row_visit<G, U, T, A>(x, len, t, [&](const A* a, int count, std::int64_t) {
+      row_visit<G, U, T, A, Cached>(x, len, t, [&](const A* a, int count, std::int64_t) {
         for (int e = 0; e < count; ++e) st += a[e] * a[e];
       }, cache, cached);
     } else {
       st = wf{0, A(0), A(0)};
-      row_visit<G, U, T, A>(
+      row_visit<G, U, T, A, Cached>(
           x, len, t, [&](const A* a, int count, std::int64_t) { welford_add(st, a, count, k); }, cache, cached);
     }
     st = reducer::all_reduce(st, merge_t{}, storage);
@@ -289,18 +294,18 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
         if constexpr (K == row_kind::softmax) {
           const A inv = A(1) / st.s;
           const A m = st.m;
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t) {
+          row_transform<G, U, T, A, Cached>(x, y, len, t, [&](A v, std::int64_t) {
             return nan_row ? nan : empty ? A(0) : term_exp<T>(v - m) * inv;
           }, cache, cached);
         } else {
           const A shift = st.m + acc_log(st.s);
-          row_transform<G, U, T, A>(x, y, len, t,
+          row_transform<G, U, T, A, Cached>(x, y, len, t,
                                     [&](A v, std::int64_t) { return nan_row ? nan : empty ? ninf : v - shift; }, cache, cached);
         }
       } else if constexpr (K == row_kind::rms_norm) {
         const A rstd = acc_rsqrt(st / static_cast<A>(c.cols) + static_cast<A>(c.eps));
         // eps = 0 and a zero row: rstd = +inf, and x = 0 gives 0 (not 0 * inf).
-        row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
+        row_transform<G, U, T, A, Cached>(x, y, len, t, [&](A v, std::int64_t j) {
           return (v == A(0) && rstd == inf ? A(0) : v * rstd) * ::pk::widen<A>(w[j]);
         }, cache, cached);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
@@ -317,11 +322,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, (stream_blocks_per_sm<B, T, K>)) void ro
           return d == A(0) ? A(0) : d * rstd;
         };
         if (bias != nullptr) {
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) {
+          row_transform<G, U, T, A, Cached>(x, y, len, t, [&](A v, std::int64_t j) {
             return xhat(v) * ::pk::widen<A>(w[j]) + ::pk::widen<A>(bias[j]);
           }, cache, cached);
         } else {
-          row_transform<G, U, T, A>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * ::pk::widen<A>(w[j]); }, cache, cached);
+          row_transform<G, U, T, A, Cached>(x, y, len, t, [&](A v, std::int64_t j) { return xhat(v) * ::pk::widen<A>(w[j]); }, cache, cached);
         }
         if (t == 0 && c.stat0 != nullptr) static_cast<float*>(c.stat0)[row] = static_cast<float>(k + ms);
         if (t == 0 && c.stat1 != nullptr) static_cast<float*>(c.stat1)[row] = static_cast<float>(rstd);
