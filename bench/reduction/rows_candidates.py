@@ -14,22 +14,9 @@ import argparse
 import torch
 
 import pk
+from torch_bench import time_us  # the same timing as the reduction anchors (same folder)
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-
-
-def time_us(f, reps, warmup=5):
-    for _ in range(warmup):
-        f()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        start[i].record()
-        f()
-        end[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(start, end))
-    return t[len(t) // 2]
 
 
 def calls(op, x, w, b, policy):

@@ -303,13 +303,13 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
 //! registers allow per SM holds, without lowering them, and at most the row. H100, one call against the
 //! kernel without it: softmax f32 512 x 65536 133 -> 107 us, bf16 1024 x 131072 265 -> 224, rms_norm 287 -> 249,
 //! f32 1024 x 131072 softmax 550 -> 494, bf16 128 x 262144 76.5 -> 71.5 (reduction-h100-2026-12-05.md).
-//! 0 otherwise: for on-chip policies; for a warp per row (row_cacheable), whose rows the on-chip and staged
+//! 0 otherwise (row_cacheable): for on-chip policies; for a warp per row, whose rows the on-chip and staged
 //! policies hold whole; for mean_var (one pass); and for layer_norm, which ran slower with it (bf16 128 x 262144
 //! 84.9 -> 93.9 us, 1024 x 131072 314 -> 352: its Welford state and weights leave no registers for it).
 //! `blocks_per_sm`: the policy's resident blocks when known (a plan's), else 0 (computed from `res`).
 std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_policy& p, const archdb::kernel_resources& res,
                                   row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes, int blocks_per_sm = 0) {
-  if (!row_cacheable(p) || op == row_op::mean_var || op == row_op::layer_norm || cols <= 0) return 0;
+  if (!row_cacheable(p, op == row_op::layer_norm || op == row_op::mean_var) || cols <= 0) return 0;
   const int blocks = blocks_per_sm > 0 ? blocks_per_sm : archdb::occupancy(device, res).blocks_per_sm;
   if (blocks <= 0) return 0;
   const std::int64_t groups = p.block_threads / p.group_threads;

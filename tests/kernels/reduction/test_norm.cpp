@@ -350,7 +350,7 @@ void cached_stream_rows(const stream& s, std::uint64_t sd, bool reuse) {
   constexpr int eb = static_cast<int>(sizeof(T));
   for (int policy = 0; policy < static_cast<int>(reduction::row_candidates.size()); ++policy) {
     const reduction::row_policy& p = reduction::row_candidates[static_cast<std::size_t>(policy)];
-    if (!reduction::row_cacheable(p)) continue;
+    if (!reduction::row_cacheable(p, false)) continue;
     // What a group keeps of a row longer than any cache, and how many groups run at once.
     const std::int64_t wide = INT64_C(1) << 24;
     const archdb::plan wp =

@@ -79,7 +79,7 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
 //! resident blocks (the kernels loop over the rest).
 unsigned row_grid(const archdb::device_desc& device, const archdb::plan& p, std::int64_t rows);
 //! 16-byte vectors of each row's head the kernel of a plan of plan_rows keeps in shared memory between its passes
-//! (streaming policies whose rows in flight would re-read from DRAM; 0 otherwise).
+//! (row_cacheable policies whose rows in flight would re-read from DRAM; 0 otherwise).
 std::int64_t row_cache_vectors(const archdb::device_desc& device, const archdb::plan& p, row_op op, std::int64_t rows,
                                std::int64_t cols, int elem_bytes);
 }  // namespace reduction

@@ -178,9 +178,12 @@ constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
 constexpr int row_stream_threads_per_sm(int elem_bytes, bool welford) {
   return welford || elem_bytes > 4 ? 1024 : 1280;
 }
-//! Streaming policies with an instance that keeps each row's head in shared memory between the passes
-//! (row_cache_vectors): a block per row.
-constexpr bool row_cacheable(const row_policy& p) { return !on_chip(p) && p.group_threads == p.block_threads; }
+//! Whether a policy has an instance that keeps each row's head in shared memory between the passes
+//! (row_cache_vectors): a streaming block per row, for the operations without a Welford state (softmax,
+//! log_softmax, rms_norm; layer_norm ran slower with it, mean_var makes one pass).
+constexpr bool row_cacheable(const row_policy& p, bool welford) {
+  return !on_chip(p) && p.group_threads == p.block_threads && !welford;
+}
 //! Dynamic shared memory of a staged policy's block: `stages` rows of its capacity for every group.
 constexpr std::int64_t row_stage_bytes(const row_policy& p, int elem_bytes) {
   return staged(p) ? std::int64_t{p.stages} * p.block_threads * row_vectors(p, elem_bytes) * 16 : 0;

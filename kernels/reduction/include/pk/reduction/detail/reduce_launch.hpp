@@ -212,9 +212,7 @@ status launch_rows_policy(const rows_call& c, const char* what) {
     }
   } else {
     if (c.cache_vectors > 0) {
-      // The cached instances: a block per row, softmax, log_softmax and rms_norm (what plan_rows keeps rows for).
-      if constexpr (reduction::row_cacheable(p) &&
-                    (K == reduction::row_kind::softmax || K == reduction::row_kind::log_softmax || K == reduction::row_kind::rms_norm)) {
+      if constexpr (reduction::row_cacheable(p, K == reduction::row_kind::layer_norm || K == reduction::row_kind::mean_var)) {
         shape.dynamic_smem = static_cast<std::size_t>(c.cache_vectors * 16);
         return launch(*c.s, &rows_stream_kernel<p.block_threads, p.group_threads, vectors, T, A, K, true>, shape, c);
       } else {
