@@ -281,7 +281,9 @@ void along_axis(FuzzedDataProvider& f, pk_stream_t s) {
   outer.rank = in.rank - 1;
   for (std::int32_t d = 0, o = 0; d < in.rank; ++d)
     if (d != axis) { outer.shape[o] = in.shape[d]; outer.strides[o] = in.strides[d]; ++o; }
-  const std::vector<std::int64_t> outer_offsets = offsets_of(outer);
+  // An empty axis reads nothing and its input's strides are unchecked: their offsets could overflow.
+  const std::vector<std::int64_t> outer_offsets =
+      in.shape[axis] == 0 ? std::vector<std::int64_t>(out_offsets.size(), 0) : offsets_of(outer);
   for (std::size_t i = 0; i < outer_offsets.size(); ++i) {
     std::vector<double> v(static_cast<std::size_t>(in.shape[axis]));
     for (std::int64_t j = 0; j < in.shape[axis]; ++j)

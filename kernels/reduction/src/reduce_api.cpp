@@ -768,7 +768,10 @@ status reduce_axis(const stream& s, reduce_op op, const tensor_view& in, int axi
       return invalid_argument("reduce_axis: out.stride[" + std::to_string(o) + "] = " + std::to_string(out.stride[o]) +
                               ": must be >= 0");
     map.outer_shape[o] = in.shape[d];
-    map.in_stride[o] = in.stride[d];
+    // An empty reduced axis reads nothing, so its input's strides are unchecked (check_view_extent below
+    // runs only for a non-empty input) and may be anything: the map carries zero, so that the kernels'
+    // offsets of the segments they do not read cannot overflow.
+    map.in_stride[o] = in.shape[axis] == 0 ? 0 : in.stride[d];
     map.out_stride[o] = out.stride[o];
     if (__builtin_mul_overflow(outputs, in.shape[d], &outputs))  // only when the reduced extent is 0
       return invalid_argument("reduce_axis: out.shape: the element count overflows int64");

@@ -96,6 +96,41 @@ TEST_P(ReduceLimits, AxisShapesWhoseProductsOrOffsetsOverflow) {
   out.expect_untouched(s);
 }
 
+// An empty reduced axis reads nothing, so the input's strides are not checked and may be anything; each
+// output is the operation's identity. Outer strides whose offsets overflow int64 (7 * the stride below)
+// must not reach the kernels' offset arithmetic (the sanitized build reports it).
+TEST_P(ReduceLimits, EmptyAxisWithOuterStridesWhoseOffsetsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  poisoned in(s), out(s);
+  constexpr std::int64_t outputs = 9;
+  tensor_view v;
+  v.data = in.buf.data();
+  v.type = dtype::f32;
+  v.rank = 2;
+  v.shape[0] = outputs;
+  v.shape[1] = 0;
+  v.stride[0] = INT64_MAX / 6;
+  v.stride[1] = 1;
+  tensor_view o;
+  o.data = out.buf.data();
+  o.type = dtype::f32;
+  o.rank = 1;
+  o.shape[0] = outputs;
+  o.stride[0] = 1;
+  for (const auto& [op, identity] : {std::pair{reduce_op::sum, 0.0f}, std::pair{reduce_op::prod, 1.0f}}) {
+    ASSERT_TRUE(out.buf.upload(std::vector<float>(64, poison<float>())));
+    const status st = reduce_axis(s, op, v, 1, o);
+    ASSERT_TRUE(st) << st.to_string();
+    ASSERT_TRUE(synchronize(s));
+    std::vector<float> got;
+    ASSERT_TRUE(out.buf.download(got));
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(got.size()); ++i) {
+      if (i < outputs) EXPECT_EQ(got[static_cast<std::size_t>(i)], identity) << "output " << i;
+      else EXPECT_TRUE(is_nan(got[static_cast<std::size_t>(i)])) << "element " << i << " was written";
+    }
+  }
+}
+
 TEST_P(ReduceLimits, SegmentCountsWhoseOffsetsOverflow) {
   PK_TEST_STREAM(GetParam(), s);
   poisoned in(s), out(s);
