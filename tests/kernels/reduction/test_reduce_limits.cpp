@@ -172,6 +172,29 @@ TEST_P(ReduceLimits, RowExtentsWhoseProductsOverflow) {
   x.expect_untouched(s);
 }
 
+// Rows of no columns read no element, so their strides are not checked: row_mean_var still writes every
+// row's mean (NaN) and variance (NaN), and a stride whose row offsets overflow int64 must not reach the
+// offset arithmetic of the launch or the kernels (the sanitized build reports it).
+TEST_P(ReduceLimits, EmptyRowsWithStridesWhoseOffsetsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  // A finite poison: the results are NaN, so a NaN poison would not show that they were written.
+  constexpr float fill = 12345.0f;
+  device_buffer<float> out;
+  ASSERT_TRUE(out.allocate(s, 64));
+  ASSERT_TRUE(out.upload(std::vector<float>(64, fill)));
+  constexpr std::int64_t rows = 8;
+  rows_desc r{dtype::f32, nullptr, nullptr, rows, 0, two_pow(62)};
+  const status st = row_mean_var(s, r, out.data(), out.data() + rows);
+  ASSERT_TRUE(st) << st.to_string();
+  ASSERT_TRUE(synchronize(s));
+  std::vector<float> got;
+  ASSERT_TRUE(out.download(got));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (i < 2 * rows) EXPECT_TRUE(is_nan(got[i])) << (i < rows ? "mean " : "var ") << i % rows << ": " << got[i];
+    else EXPECT_EQ(got[i], fill) << "element " << i << " was written";
+  }
+}
+
 //! pk::reduce's `out`: exactly sizeof(T) bytes for a value, 8 for an index, nothing around them.
 template <class T>
 void check_out_bytes(const stream& s, reduce_op op, std::uint64_t sd) {
