@@ -558,11 +558,18 @@ status attention_forward(const stream& s, const attention_args& args) {
   p.k_batch = a.k.stride[0], p.k_row = a.k.stride[1], p.k_head = a.k.stride[2];
   p.v_batch = a.v.stride[0], p.v_row = a.v.stride[1], p.v_head = a.v.stride[2];
   p.o_batch = a.out.stride[0], p.o_row = a.out.stride[1], p.o_head = a.out.stride[2];
-  // An empty K/V may come with null data (no key is ever read): zero strides keep every offset the kernel
-  // forms from it at null + 0, which is defined (any other offset from null is undefined in C++; UBSan found
-  // it through fuzz_attention). A branch in the kernel instead cost registers (gfx1100 d256 spilled).
-  if (p.k == nullptr) p.k_batch = p.k_row = p.k_head = 0;
-  if (p.v == nullptr) p.v_batch = p.v_row = p.v_head = 0;
+  // No key of an empty K/V is ever read, so its data may be null and its strides are unchecked (check_view
+  // bounds the offsets of non-empty views only): zero strides keep every offset the kernel forms from it at
+  // data + 0, which is defined (an offset from null is undefined in C++, and a stride times a batch index can
+  // overflow int64; UBSan found both, through fuzz_attention and EmptyKeysWithStridesWhoseOffsetsOverflow).
+  // A branch in the kernel instead cost registers (gfx1100 d256 spilled).
+  const auto empty = [](const tensor_view& t) {
+    for (int i = 0; i < t.rank; ++i)
+      if (t.shape[i] == 0) return true;
+    return false;
+  };
+  if (p.k == nullptr || empty(a.k)) p.k_batch = p.k_row = p.k_head = 0;
+  if (p.v == nullptr || empty(a.v)) p.v_batch = p.v_row = p.v_head = 0;
   p.cu_q = a.cu_seqlens_q;
   p.cu_k = a.cu_seqlens_k;
   p.seqlen_q = static_cast<int>(pr.seqlen_q);

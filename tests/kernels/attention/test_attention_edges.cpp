@@ -6,6 +6,7 @@
 #include "attention_case.hpp"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -294,6 +295,47 @@ TEST_P(AttentionEdges, BadArgumentsNameTheRule) {
     a.v.stride[0] = 0;
     expect(a, errc::invalid_argument, "varlen: v: batch 2 must be 1", __LINE__);
   }
+}
+
+// Keys of length 0 are never read, so the strides of an empty K/V are not checked and may be anything: every
+// row's output is 0 and its LSE -inf. Batch strides whose offsets overflow int64 (2 * 2^62) must not reach
+// the offsets the kernels form (the sanitized build reports them).
+TEST_P(AttentionEdges, EmptyKeysWithStridesWhoseOffsetsOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  constexpr std::int64_t batch = 3, sq = 16, hq = 4, hkv = 2, d = 64;
+  constexpr std::size_t q_elems = batch * sq * hq * d;
+  device_buffer<std::uint16_t> q, o;
+  device_buffer<float> lse;
+  ASSERT_TRUE(q.allocate(s, q_elems));
+  ASSERT_TRUE(o.allocate(s, q_elems));
+  ASSERT_TRUE(lse.allocate(s, batch * hq * sq));
+  ASSERT_TRUE(q.upload(std::vector<std::uint16_t>(q_elems, to_bits(dtype::bf16, 0.25f))));
+  ASSERT_TRUE(o.upload(std::vector<std::uint16_t>(q_elems, 0x7fc1)));  // a bf16 NaN
+  ASSERT_TRUE(lse.upload(std::vector<float>(batch * hq * sq, std::nanf(""))));
+  auto view = [&](void* data, std::int64_t seqlen, std::int64_t heads) {
+    tensor_view t;
+    t.data = data;
+    t.type = dtype::bf16;
+    t.rank = 4;
+    t.shape[0] = batch, t.shape[1] = seqlen, t.shape[2] = heads, t.shape[3] = d;
+    t.stride[0] = seqlen * heads * d, t.stride[1] = heads * d, t.stride[2] = d, t.stride[3] = 1;
+    return t;
+  };
+  attention_args a;
+  a.q = view(q.data(), sq, hq);
+  a.out = view(o.data(), sq, hq);
+  a.k = a.v = view(q.data(), 0, hkv);  // non-null data: the keys' memory is there, but none is read
+  a.k.stride[0] = a.v.stride[0] = std::int64_t{1} << 62;
+  a.lse = lse.data();
+  const status st = attention_forward(s, a);
+  ASSERT_TRUE(st) << st.to_string();
+  ASSERT_TRUE(synchronize(s));
+  std::vector<std::uint16_t> got;
+  std::vector<float> got_lse;
+  ASSERT_TRUE(o.download(got));
+  ASSERT_TRUE(lse.download(got_lse));
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(from_bits(dtype::bf16, got[i]), 0.0f) << "out element " << i;
+  for (std::size_t i = 0; i < got_lse.size(); ++i) ASSERT_EQ(got_lse[i], -INFINITY) << "lse element " << i;
 }
 
 // Variable-length offsets: read on the emulator (device memory is host memory there) and checked; on a
