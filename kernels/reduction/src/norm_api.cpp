@@ -110,10 +110,12 @@ status run(const stream& s, row_kind kind, row_op op, const char* fn, const rows
   c.stat1 = stat1;
   c.rows = r.rows;
   c.cols = r.cols;
-  // Rows of no columns read and write no element, so check_rows leaves their strides unchecked: the call
-  // carries zero, so that neither the kernels' row offsets nor the alignment test below can overflow.
-  c.x_stride = r.cols == 0 ? 0 : r.x_row_stride < 0 ? r.cols : r.x_row_stride;
-  c.y_stride = r.cols == 0 ? 0 : r.y_row_stride < 0 ? r.cols : r.y_row_stride;
+  // A stride is used only to reach a second row of some columns, so check_rows bounds it only then: where
+  // there are no columns or only one row the call carries zero, so that neither the kernels' row offsets nor
+  // the alignment test below can overflow.
+  const bool strided = r.cols > 0 && r.rows > 1;
+  c.x_stride = !strided ? 0 : r.x_row_stride < 0 ? r.cols : r.x_row_stride;
+  c.y_stride = !strided ? 0 : r.y_row_stride < 0 ? r.cols : r.y_row_stride;
   // 16-byte vectors apply to every row when every row start and the per-column vectors are aligned.
   const auto aligned = [](const void* q) { return q == nullptr || reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
   c.vectors = aligned(r.x) && aligned(r.y) && aligned(w) && aligned(b) && (c.x_stride * eb) % 16 == 0 &&

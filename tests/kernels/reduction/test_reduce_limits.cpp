@@ -5,6 +5,7 @@
 // one int64 index (argmin/argmax) is written there, nothing around it.
 #include "reduce_test_util.hpp"
 
+#include <cmath>
 #include <cstdint>
 
 namespace pk::test {
@@ -192,6 +193,35 @@ TEST_P(ReduceLimits, EmptyRowsWithStridesWhoseOffsetsOverflow) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (i < 2 * rows) EXPECT_TRUE(is_nan(got[i])) << (i < rows ? "mean " : "var ") << i % rows << ": " << got[i];
     else EXPECT_EQ(got[i], fill) << "element " << i << " was written";
+  }
+}
+
+// One row: its stride is never used, so it is not checked, and one whose byte size overflows int64 must
+// not reach the launch's arithmetic (the sanitized build reports it). The row is still computed: softmax of
+// 0, 0.5, .., 3.5 against the double reference.
+TEST_P(ReduceLimits, OneRowWithAStrideWhoseBytesOverflow) {
+  PK_TEST_STREAM(GetParam(), s);
+  constexpr int cols = 8;
+  std::vector<float> h(cols);
+  for (int j = 0; j < cols; ++j) h[static_cast<std::size_t>(j)] = 0.5f * static_cast<float>(j);
+  device_buffer<float> x, y;
+  ASSERT_TRUE(x.allocate(s, cols));
+  ASSERT_TRUE(y.allocate(s, cols));
+  ASSERT_TRUE(x.upload(h));
+  ASSERT_TRUE(y.upload(std::vector<float>(cols, poison<float>())));
+  const rows_desc r{dtype::f32, x.data(), y.data(), 1, cols, two_pow(62), two_pow(62)};
+  const status st = softmax(s, r);
+  ASSERT_TRUE(st) << st.to_string();
+  ASSERT_TRUE(synchronize(s));
+  std::vector<float> got;
+  ASSERT_TRUE(y.download(got));
+  double sum = 0;
+  for (int j = 0; j < cols; ++j) sum += std::exp(0.5 * j - 3.5);
+  for (int j = 0; j < cols; ++j) {
+    const double want = std::exp(0.5 * j - 3.5) / sum;
+    // test_norm's softmax rule: ref * ((n + 8 + |x - max|) * u + u_out), fp32 accumulation and output.
+    const double tol = want * ((cols + 8 + (3.5 - 0.5 * j)) * 0x1p-24 + 0x1p-24);
+    EXPECT_NEAR(got[static_cast<std::size_t>(j)], want, tol) << "column " << j;
   }
 }
 
