@@ -83,6 +83,12 @@ void layout(FuzzedDataProvider& f, pk_tensor& t) {
     case 1:  // one stride anything
       if (t.rank > 0) t.strides[f.ConsumeIntegralInRange<std::int32_t>(0, t.rank - 1)] = f.ConsumeIntegralInRange<std::int64_t>(-16, 4096);
       break;
+    case 3:  // one stride just below 2^62 (a multiple of 8), whose offsets overflow int64 from index 2 on:
+             // valid only on an extent of 1 or in an empty view, neither of which may form them
+      if (t.rank > 0)
+        t.strides[f.ConsumeIntegralInRange<std::int32_t>(0, t.rank - 1)] =
+            (std::int64_t{1} << 62) - 8 * f.ConsumeIntegralInRange<std::int64_t>(0, 1 << 20);
+      break;
     case 2:  // [b, h, s, d] memory order (heads outer), as a permuted view
       if (t.rank == 4) {
         t.strides[3] = 1;

@@ -226,6 +226,13 @@ void pick_strides(FuzzedDataProvider& f, pk_tensor& t, bool allow_negative) {
       row_major(t, 0);
       if (t.rank > 0) t.strides[f.ConsumeIntegralInRange<std::int32_t>(0, t.rank - 1)] = f.ConsumeBool() ? 0 : extent(f, 1 << 20);
       break;
+    case 4:  // one stride just below 2^62, whose offsets overflow int64 from index 2 on: valid only on an extent
+             // of 1 or in an empty view, neither of which may form them
+      row_major(t, 0);
+      if (t.rank > 0)
+        t.strides[f.ConsumeIntegralInRange<std::int32_t>(0, t.rank - 1)] =
+            (std::int64_t{1} << 62) - f.ConsumeIntegralInRange<std::int64_t>(0, 1 << 20);
+      break;
     default: row_major(t, 0); break;
   }
 }
@@ -370,6 +377,9 @@ void rows(FuzzedDataProvider& f, pk_stream_t s, row_op which) {
   if (x.rank >= 0 && x.rank <= PK_MAX_RANK) {
     row_major(x, f.ConsumeIntegralInRange<int>(0, 3) == 0 ? f.ConsumeIntegralInRange<std::int64_t>(1, 16) : 0);
     if (x.rank == 2 && f.ConsumeIntegralInRange<int>(0, 15) == 0) x.strides[f.ConsumeBool()] = extent(f, 64);
+    // A row stride just below 2^62: valid for one row or rows of no columns only, which must not form its offsets.
+    if (x.rank == 2 && f.ConsumeIntegralInRange<int>(0, 31) == 0)
+      x.strides[0] = (std::int64_t{1} << 62) - f.ConsumeIntegralInRange<std::int64_t>(0, 1 << 20);
   }
   backing bx = back(x, pick_placement(f));
   fill(x, bx, f.ConsumeIntegral<std::uint32_t>(), false);
