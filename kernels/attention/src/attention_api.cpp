@@ -563,13 +563,8 @@ status attention_forward(const stream& s, const attention_args& args) {
   // data + 0, which is defined (an offset from null is undefined in C++, and a stride times a batch index can
   // overflow int64; UBSan found both, through fuzz_attention and EmptyKeysWithStridesWhoseOffsetsOverflow).
   // A branch in the kernel instead cost registers (gfx1100 d256 spilled).
-  const auto empty = [](const tensor_view& t) {
-    for (int i = 0; i < t.rank; ++i)
-      if (t.shape[i] == 0) return true;
-    return false;
-  };
-  if (p.k == nullptr || empty(a.k)) p.k_batch = p.k_row = p.k_head = 0;
-  if (p.v == nullptr || empty(a.v)) p.v_batch = p.v_row = p.v_head = 0;
+  if (p.k == nullptr || attention::views::is_empty(a.k)) p.k_batch = p.k_row = p.k_head = 0;
+  if (p.v == nullptr || attention::views::is_empty(a.v)) p.v_batch = p.v_row = p.v_head = 0;
   p.cu_q = a.cu_seqlens_q;
   p.cu_k = a.cu_seqlens_k;
   p.seqlen_q = static_cast<int>(pr.seqlen_q);

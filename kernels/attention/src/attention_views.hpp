@@ -17,6 +17,14 @@ inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max
 
 inline status bad(std::string_view fn, const std::string& m) { return invalid_argument(std::string(fn) + ": " + m); }
 
+//! Whether a view has no element (an extent of 0). Nothing of it is read or written, so its strides are
+//! not checked: the calls carry zero strides for it, never offsets formed from them.
+inline bool is_empty(const tensor_view& t) {
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] == 0) return true;
+  return false;
+}
+
 //! a * b + c for non-negative operands, or -1 when an operand is negative (an earlier overflow) or the
 //! result leaves int64.
 inline std::int64_t mul_add(std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -38,7 +46,7 @@ inline status check_view(std::string_view fn, const char* name, const tensor_vie
   if (t.shape[3] != head_dim)
     return bad(fn, std::string(name) + ": head_dim " + std::to_string(t.shape[3]) + " differs from q's " + std::to_string(head_dim));
   if (t.stride[3] != 1) return bad(fn, std::string(name) + ": the last dimension must be contiguous (stride[3] == 1)");
-  const bool empty = t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0;
+  const bool empty = is_empty(t);
   if (t.data == nullptr && !empty) return bad(fn, std::string(name) + ": data must not be null");
   if (reinterpret_cast<std::uintptr_t>(t.data) % 16 != 0) return bad(fn, std::string(name) + ": data must be 16-byte aligned");
   const int row_elems = 16 / eb;
@@ -82,8 +90,7 @@ struct byte_range {
   std::uintptr_t begin = 0, end = 0;
 };
 inline byte_range range_of(const tensor_view& t) {
-  for (int i = 0; i < t.rank; ++i)
-    if (t.shape[i] == 0 || t.data == nullptr) return {};
+  if (is_empty(t) || t.data == nullptr) return {};
   std::int64_t last = 0;
   for (int i = 0; i < t.rank; ++i) last += (t.shape[i] - 1) * t.stride[i];
   const auto b = reinterpret_cast<std::uintptr_t>(t.data);
