@@ -5,8 +5,10 @@
 // one int64 index (argmin/argmax) is written there, nothing around it.
 #include "reduce_test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
 namespace pk::test {
 namespace {
@@ -36,6 +38,17 @@ struct poisoned {
   }
 };
 
+//! An f32 view of `data` with these extents and strides (rank = their count).
+tensor_view f32_view(float* data, std::initializer_list<std::int64_t> shape, std::initializer_list<std::int64_t> stride) {
+  tensor_view t;
+  t.data = data;
+  t.type = dtype::f32;
+  t.rank = static_cast<int>(shape.size());
+  std::copy(shape.begin(), shape.end(), t.shape);
+  std::copy(stride.begin(), stride.end(), t.stride);
+  return t;
+}
+
 TEST_P(ReduceLimits, DeviceWideCountsWhoseBytesOverflow) {
   PK_TEST_STREAM(GetParam(), s);
   poisoned in(s), out(s);
@@ -55,20 +68,8 @@ TEST_P(ReduceLimits, AxisShapesWhoseProductsOrOffsetsOverflow) {
   PK_TEST_STREAM(GetParam(), s);
   poisoned in(s), out(s);
   // [2^32, 2^32]: 2^64 elements (a wrapped product is 0).
-  tensor_view v;
-  v.data = in.buf.data();
-  v.type = dtype::f32;
-  v.rank = 2;
-  v.shape[0] = two_pow(32);
-  v.shape[1] = two_pow(32);
-  v.stride[0] = two_pow(32);
-  v.stride[1] = 1;
-  tensor_view o;
-  o.data = out.buf.data();
-  o.type = dtype::f32;
-  o.rank = 1;
-  o.shape[0] = two_pow(32);
-  o.stride[0] = 1;
+  tensor_view v = f32_view(in.buf.data(), {two_pow(32), two_pow(32)}, {two_pow(32), 1});
+  tensor_view o = f32_view(out.buf.data(), {two_pow(32)}, {1});
   expect_invalid(reduce_axis(s, reduce_op::sum, v, 1, o), "in.shape");
   // [2^61 + 1, 8] wraps to 8 elements.
   v.shape[0] = two_pow(61) + 1;
@@ -104,20 +105,8 @@ TEST_P(ReduceLimits, EmptyAxisWithOuterStridesWhoseOffsetsOverflow) {
   PK_TEST_STREAM(GetParam(), s);
   poisoned in(s), out(s);
   constexpr std::int64_t outputs = 9;
-  tensor_view v;
-  v.data = in.buf.data();
-  v.type = dtype::f32;
-  v.rank = 2;
-  v.shape[0] = outputs;
-  v.shape[1] = 0;
-  v.stride[0] = INT64_MAX / 6;
-  v.stride[1] = 1;
-  tensor_view o;
-  o.data = out.buf.data();
-  o.type = dtype::f32;
-  o.rank = 1;
-  o.shape[0] = outputs;
-  o.stride[0] = 1;
+  const tensor_view v = f32_view(in.buf.data(), {outputs, 0}, {INT64_MAX / 6, 1});
+  const tensor_view o = f32_view(out.buf.data(), {outputs}, {1});
   for (const auto& [op, identity] : {std::pair{reduce_op::sum, 0.0f}, std::pair{reduce_op::prod, 1.0f}}) {
     ASSERT_TRUE(out.buf.upload(std::vector<float>(64, poison<float>())));
     const status st = reduce_axis(s, op, v, 1, o);
