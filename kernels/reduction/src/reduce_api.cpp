@@ -279,8 +279,10 @@ archdb::plan plan_segmented_reduce(const archdb::device_desc& device, std::int64
 }
 
 namespace {
-//! The resources plan_rows assumes for a row policy's kernel (without a streaming group's shared cache).
-archdb::kernel_resources row_resources(const archdb::device_desc& device, const row_policy& p, row_op op, int elem_bytes) {
+//! The resources plan_rows assumes for a row policy's kernel (without a streaming group's shared cache;
+//! `cached`: the registers of the instance that keeps one).
+archdb::kernel_resources row_resources(const archdb::device_desc& device, const row_policy& p, row_op op, int elem_bytes,
+                                       bool cached = false) {
   archdb::kernel_resources r;
   r.threads_per_block = p.block_threads;
   // On chip: the held values, what the passes keep live and the loop's state (ptxas, sm_90a: 16-bit
@@ -289,7 +291,7 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
   const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
   const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
   const int stream_threads =
-      std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford) / p.block_threads * p.block_threads);
+      std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford, cached) / p.block_threads * p.block_threads);
   r.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items
                                  : bounded_regs(device, stream_threads, assumed_rows_regs_per_thread);
   r.static_smem = static_cast<std::int64_t>(p.block_threads / min_warp_size + 2) * 24;
@@ -306,11 +308,10 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
 //! 0 otherwise (row_cacheable): for on-chip policies; for a warp per row, whose rows the on-chip and staged
 //! policies hold whole; for mean_var (one pass); and for layer_norm, which ran slower with it (bf16 128 x 262144
 //! 84.9 -> 93.9 us, 1024 x 131072 314 -> 352: its Welford state and weights leave no registers for it).
-//! `blocks_per_sm`: the policy's resident blocks when known (a plan's), else 0 (computed from `res`).
 std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_policy& p, const archdb::kernel_resources& res,
-                                  row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes, int blocks_per_sm = 0) {
+                                  row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes) {
   if (!row_cacheable(p, op == row_op::layer_norm || op == row_op::mean_var) || cols <= 0) return 0;
-  const int blocks = blocks_per_sm > 0 ? blocks_per_sm : archdb::occupancy(device, res).blocks_per_sm;
+  const int blocks = archdb::occupancy(device, res).blocks_per_sm;
   if (blocks <= 0) return 0;
   const std::int64_t groups = p.block_threads / p.group_threads;
   const double in_flight = std::min(static_cast<double>(rows), static_cast<double>(blocks) * device.sm_count * groups);
@@ -326,15 +327,19 @@ std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_p
     v -= std::max<std::int64_t>(1, v / 16);
   return v;
 }
+
+//! The cache of a streaming row candidate as plan_rows sizes it: with the resources of the instance that keeps
+//! it (which may hold fewer blocks per SM than the plain one: row_stream_threads_per_sm), 0 where that many
+//! blocks hold their rows' re-read in L2.
+std::int64_t planned_cache_vectors(const archdb::device_desc& device, const row_policy& p, row_op op, std::int64_t rows,
+                                   std::int64_t cols, int elem_bytes) {
+  return stream_cache_vectors(device, p, row_resources(device, p, op, elem_bytes, true), op, rows, cols, elem_bytes);
+}
 }  // namespace
 
 std::int64_t row_cache_vectors(const archdb::device_desc& device, const archdb::plan& p, row_op op, std::int64_t rows,
                                std::int64_t cols, int elem_bytes) {
-  // The plan's resident blocks are the policy's without the cache (which never lowers them): the common case,
-  // rows whose re-read stays in L2, returns before any occupancy is computed.
-  const row_policy& pol = row_candidates[static_cast<std::size_t>(p.index)];
-  return stream_cache_vectors(device, pol, row_resources(device, pol, op, elem_bytes), op, rows, cols, elem_bytes,
-                              p.occ.blocks_per_sm);
+  return planned_cache_vectors(device, row_candidates[static_cast<std::size_t>(p.index)], op, rows, cols, elem_bytes);
 }
 
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
@@ -347,8 +352,8 @@ archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_
   for (const row_policy& p : row_candidates) {
     archdb::candidate c;
     c.name = name_of(p);
-    c.res = row_resources(device, p, op, elem_bytes);
-    const std::int64_t cache = stream_cache_vectors(device, p, c.res, op, rows, cols, elem_bytes);
+    const std::int64_t cache = planned_cache_vectors(device, p, op, rows, cols, elem_bytes);
+    c.res = row_resources(device, p, op, elem_bytes, cache > 0);
     c.res.dynamic_smem += std::int64_t{p.block_threads / p.group_threads} * cache * 16;
     cached_bytes.push_back(cache * 16);
     const std::int64_t cap = row_capacity(p, elem_bytes);

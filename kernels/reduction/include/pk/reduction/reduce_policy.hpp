@@ -174,9 +174,12 @@ constexpr std::int64_t row_capacity(const row_policy& p, int elem_bytes) {
 //! is not imposed: launch bounds of 1280 threads made ptxas schedule the 16-bit softmax of 8192 columns 27% slower
 //! on an H100 (51.6 -> 65.6 us) at the same 48 registers. Counting 64 for all of them, the plan tied the streaming
 //! 256-thread block with the on-chip blocks and took the latter, 1.1-1.2x slower for 16-bit softmax at 8192-16384
-//! columns (bench/results/reduction-h100-2026-12-05.md).
-constexpr int row_stream_threads_per_sm(int elem_bytes, bool welford) {
-  return welford || elem_bytes > 4 ? 1024 : 1280;
+//! columns (bench/results/reduction-h100-2026-12-05.md). The instances that keep the row's head in shared memory
+//! (`cached`, row_cacheable) of 16-bit elements take 57-63 (ptxas -v, sm_90a, CUDA 13.0, Release, 2026-12-05:
+//! softmax and log_softmax 63, rms_norm 57): 1024 threads, 4 blocks of 256, among which the shared memory is
+//! divided; their fp32 instances stay within 48.
+constexpr int row_stream_threads_per_sm(int elem_bytes, bool welford, bool cached = false) {
+  return welford || elem_bytes > 4 || (cached && elem_bytes == 2) ? 1024 : 1280;
 }
 //! Whether a policy has an instance that keeps each row's head in shared memory between the passes
 //! (row_cache_vectors): a streaming block per row, for the operations without a Welford state (softmax,
