@@ -170,7 +170,7 @@ class reduce_family final : public family {
       }
     }
     // The row operations (norm.hpp): rows_onchip_kernel<BlockThreads, GroupThreads, Vectors, Stages, T, Accum,
-    // row_kind> / rows_stream_kernel<BlockThreads, GroupThreads, Vectors, T, Accum, row_kind>, an instance per
+    // row_kind> / rows_stream_kernel<BlockThreads, GroupThreads, Vectors, T, Accum, row_kind, Cached>, an instance per
     // dtype of the rows instance table (f32, f64, f16, bf16) and per operation (row_kind's order is row_op's),
     // planned by plan_rows; staged instances where row_compiled says they exist.
     for (const auto& d : types) {
@@ -180,24 +180,34 @@ class reduce_family final : public family {
       constexpr reduction::row_op ops[] = {reduction::row_op::softmax, reduction::row_op::log_softmax, reduction::row_op::layer_norm,
                                            reduction::row_op::rms_norm, reduction::row_op::mean_var};
       constexpr const char* op_names[] = {"softmax", "log_softmax", "layer_norm", "rms_norm", "mean_var"};
+      // A streaming policy's instance that keeps each row's head in shared memory (rows_stream_kernel<..., true>)
+      // is planned with its own registers and cache: the plan of rows that engage it (more in flight than half
+      // of any L2, wider than any cache).
+      constexpr std::int64_t cached_rows = std::int64_t{1} << 20, cached_cols = std::int64_t{1} << 24;
       for (int k = 0; k < 5; ++k) {
         const archdb::plan pr = reduction::plan_rows(*dev, ops[k], 1, 1, d.bytes);
+        const archdb::plan pc = reduction::plan_rows(*dev, ops[k], cached_rows, cached_cols, d.bytes);
         for (std::size_t i = 0; i < pr.all.size() && i < reduction::row_candidates.size(); ++i) {
           const reduction::row_policy& pol = reduction::row_candidates[i];
           if (!reduction::row_compiled(pol, d.bytes, archdb::traits(a).has_async_copy)) continue;
-          manifest_entry e;
-          e.family = "reduce";
-          e.candidate = pr.all[i].name;
-          e.instance = pr.all[i].name + "_" + op_names[k] + "_" + d.name;
-          e.symbol = std::string(reduction::on_chip(pol) ? "rows_onchip_kernelILi" : "rows_stream_kernelILi") +
-                     std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.group_threads) + "ELi" +
-                     std::to_string(reduction::row_vectors(pol, d.bytes)) + "E" +
-                     (reduction::on_chip(pol) ? "Li" + std::to_string(reduction::staged(pol) ? pol.stages : 0) + "E" : "") +
-                     d.mangled + accum +
-                     "LNS_9reduction8row_kindE" + std::to_string(k) + "E";
-          e.planned = pr.all[i].res;
-          e.declares_spills = declares(e.symbol, a);
-          out.push_back(std::move(e));
+          const bool cacheable =
+              reduction::row_cacheable(pol, ops[k] == reduction::row_op::layer_norm || ops[k] == reduction::row_op::mean_var);
+          for (const bool cached : {false, true}) {
+            if (cached && !cacheable) continue;
+            manifest_entry e;
+            e.family = "reduce";
+            e.candidate = pr.all[i].name;
+            e.instance = pr.all[i].name + "_" + op_names[k] + (cached ? "_cached_" : "_") + d.name;
+            e.symbol = std::string(reduction::on_chip(pol) ? "rows_onchip_kernelILi" : "rows_stream_kernelILi") +
+                       std::to_string(pol.block_threads) + "ELi" + std::to_string(pol.group_threads) + "ELi" +
+                       std::to_string(reduction::row_vectors(pol, d.bytes)) + "E" +
+                       (reduction::on_chip(pol) ? "Li" + std::to_string(reduction::staged(pol) ? pol.stages : 0) + "E" : "") +
+                       d.mangled + accum + "LNS_9reduction8row_kindE" + std::to_string(k) + "E" +
+                       (reduction::on_chip(pol) ? "" : cached ? "Lb1E" : "Lb0E");
+            e.planned = (cached ? pc : pr).all[i].res;
+            e.declares_spills = declares(e.symbol, a);
+            out.push_back(std::move(e));
+          }
         }
       }
     }
