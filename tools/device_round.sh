@@ -4,14 +4,23 @@
 # (memcheck, racecheck, synccheck), the Python module's PyTorch test and benchmarks with their anchors.
 # Logs go to $OUT, packed into $OUT/round.tgz (PACK=0: left loose); a short summary is printed last.
 #
-#   tools/device_round.sh BUILD_DIR [build|tests|sanitize|bench|python|pkbench|all]...
+#   tools/device_round.sh BUILD_DIR [build|tests|sanitize|bench|python|pkbench|decode|decode-sweep|profile|all]...
 #
 # build: configures BUILD_DIR on the GPU machine (CUDA sm_90a, the sm80 emulator target, tests, benchmarks,
 #   the Python module) from the kit tools/device_kit.sh assembles in .devdeps (carry it), and builds
 #   $BUILD_TARGETS (default: the pk tool, the Python module, the reduction benchmark and the GPU tests).
 # tests: every pk_test_* binary, or those matching $TESTS (a regex on the name); $GTEST_FILTER applies.
+# sanitize: memcheck, racecheck and synccheck over each test binary's GPU instances ('*/cuda'), or over
+#   $SAN_FILTER (a gtest pattern, e.g. the attention suite's smaller cases:
+#   TESTS=pk_test_attention SAN_FILTER='*Variable*/cuda:*NonContig*/cuda:*EveryCandidate*/cuda:*AttentionDecode*/cuda'),
+#   less $SAN_EXCLUDE.
 # python: the Python module's PyTorch test (tests/python/test_pk_torch.py) with BUILD_DIR/python on the
 #   path; pkbench: `pk bench reduce` and `pk bench attention` (markdown and SVG under $OUT/pkbench).
+# decode: bench/attention/bench_decode.py ($DECODE_ARGS, e.g. --quick) against SDPA's cuDNN and flash
+#   backends; decode-sweep: the same with every split count beside the planner's ($DECODE_SWEEP_ARGS).
+# profile: ncu --set full of the first kernel matching $PROFILE_KERNEL (a regex; default attn_fwd) in
+#   `pk $PROFILE_ARGS` (default: run attention --head-dim 128 --seqlen-q 4096 --batch 4 --heads 16); the report
+#   ($OUT/profile.ncu-rep) and its details page as text ($OUT/profile.txt), the headline metrics in the summary.
 set -u
 build=${1:?build dir}; shift
 steps=${*:-all}
@@ -82,8 +91,8 @@ if has sanitize; then
       # The GPU instances of the parameterized tests; a binary without them (GPU-only tests such as
       # pk_test_graph_capture) runs whole. SAN_EXCLUDE: a gtest pattern left out under the sanitizers
       # (cases too large to run instrumented).
-      pattern='*/cuda'
-      [[ $("$t" --gtest_list_tests --gtest_filter='*/cuda' | grep -c '^  ') == 0 ]] && pattern='*'
+      pattern=${SAN_FILTER:-'*/cuda'}
+      [[ $("$t" --gtest_list_tests --gtest_filter="$pattern" | grep -c '^  ') == 0 ]] && pattern='*'
       "$cs" --tool "$tool" --error-exitcode 17 "$t" --gtest_filter="$pattern${SAN_EXCLUDE:+-$SAN_EXCLUDE}" --gtest_brief=1 > "$out/san_${tool}_$n.log" 2>&1; rc=$?
       note "sanitizer $tool $n: rc=$rc $(grep -E 'ERROR SUMMARY|Hazard|RACECHECK SUMMARY' "$out/san_${tool}_$n.log" | tail -1)"
     done
@@ -119,6 +128,25 @@ if has pkbench; then
       > "$out/pkbench/attention-anchors.md" 2> "$out/pkbench/attention-anchors.err"
     note "attention anchors (bench_attention.py through the module): rc=$?"
   fi
+fi
+
+for step in decode decode-sweep; do
+  has $step || continue
+  args=${DECODE_ARGS:-}; [[ $step == decode-sweep ]] && args="--sweep-splits ${DECODE_SWEEP_ARGS:-}"
+  # shellcheck disable=SC2086
+  PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 bench/attention/bench_decode.py $args > "$out/$step.md" 2> "$out/$step.err"
+  note "$step (bench_decode.py $args): rc=$?"
+done
+
+if has profile; then
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  # shellcheck disable=SC2086
+  "$ncu" --clock-control none --set full -k "regex:${PROFILE_KERNEL:-attn_fwd}" -c 1 -f -o "$out/profile" \
+    "$build/tools/pk/pk" ${PROFILE_ARGS:-run attention --head-dim 128 --seqlen-q 4096 --batch 4 --heads 16} \
+    > "$out/profile_run.txt" 2>&1; rc=$?
+  "$ncu" --import "$out/profile.ncu-rep" --page details > "$out/profile.txt" 2>&1
+  note "profile: rc=$rc $(grep -m1 -oE '[a-z_]*attn[a-z_0-9]*|[a-z_]+_kernel' "$out/profile.txt")"
+  while IFS= read -r line; do note "  $line"; done < <(grep -E '^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Registers Per Thread|Achieved Occupancy|No Eligible) ' "$out/profile.txt" | sed 's/  */ /g' | head -12)
 fi
 
 printf '%s\n' "${summary[@]}" > "$out/summary.txt"
