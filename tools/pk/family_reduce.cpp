@@ -190,8 +190,7 @@ class reduce_family final : public family {
         for (std::size_t i = 0; i < pr.all.size() && i < reduction::row_candidates.size(); ++i) {
           const reduction::row_policy& pol = reduction::row_candidates[i];
           if (!reduction::row_compiled(pol, d.bytes, archdb::traits(a).has_async_copy)) continue;
-          const bool cacheable =
-              reduction::row_cacheable(pol, ops[k] == reduction::row_op::layer_norm || ops[k] == reduction::row_op::mean_var);
+          const bool cacheable = reduction::row_cacheable(pol, reduction::welford_state(ops[k]));
           for (const bool cached : {false, true}) {
             if (cached && !cacheable) continue;
             manifest_entry e;

@@ -289,7 +289,7 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
   // rows 54-64 registers, 16-bit layer_norm 111-115 (weight, bias and x - K live for the output), fp32
   // and fp64 rows 64-148). Streaming: the registers ptxas gives it (row_stream_threads_per_sm).
   const int live = op == row_op::layer_norm || elem_bytes > 2 ? 3 : 1;
-  const bool welford = op == row_op::layer_norm || op == row_op::mean_var;
+  const bool welford = welford_state(op);
   const int stream_threads =
       std::max(p.block_threads, row_stream_threads_per_sm(elem_bytes, welford, cached) / p.block_threads * p.block_threads);
   r.regs_per_thread = on_chip(p) ? assumed_regs_per_thread + live * p.items
@@ -310,7 +310,7 @@ archdb::kernel_resources row_resources(const archdb::device_desc& device, const 
 //! 84.9 -> 93.9 us, 1024 x 131072 314 -> 352: its Welford state and weights leave no registers for it).
 std::int64_t stream_cache_vectors(const archdb::device_desc& device, const row_policy& p, const archdb::kernel_resources& res,
                                   row_op op, std::int64_t rows, std::int64_t cols, int elem_bytes) {
-  if (!row_cacheable(p, op == row_op::layer_norm || op == row_op::mean_var) || cols <= 0) return 0;
+  if (!row_cacheable(p, welford_state(op)) || cols <= 0) return 0;
   const int blocks = archdb::occupancy(device, res).blocks_per_sm;
   if (blocks <= 0) return 0;
   const std::int64_t groups = p.block_threads / p.group_threads;

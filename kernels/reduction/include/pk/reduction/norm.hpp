@@ -71,6 +71,8 @@ status row_mean_var(const stream& s, const rows_desc& r, void* mean, void* var, 
 
 namespace reduction {
 enum class row_op : std::uint8_t { softmax, log_softmax, layer_norm, rms_norm, mean_var };
+//! Whether the operation's row statistics are a Welford state (mean and M2), as layer_norm's and mean_var's are.
+constexpr bool welford_state(row_op op) { return op == row_op::layer_norm || op == row_op::mean_var; }
 //! The plan of a row operation on `device`: the strategy and policy among row_candidates (a row held
 //! on chip by a warp or a block, or streamed twice when wider than any group holds), with the reasons.
 archdb::plan plan_rows(const archdb::device_desc& device, row_op op, std::int64_t rows, std::int64_t cols,
