@@ -20,7 +20,8 @@
 #   backends; decode-sweep: the same with every split count beside the planner's ($DECODE_SWEEP_ARGS).
 # profile: ncu --set full of the first kernel matching $PROFILE_KERNEL (a regex; default attn_fwd) in
 #   `pk $PROFILE_ARGS` (default: run attention --head-dim 128 --seqlen-q 4096 --batch 4 --heads 16); the report
-#   ($OUT/profile.ncu-rep) and its details page as text ($OUT/profile.txt), the headline metrics in the summary.
+#   ($OUT/profile.ncu-rep), its details page as text ($OUT/profile.txt), tools/ncu_summary.py's pipes, stall
+#   reasons, instruction mix and hottest SASS lines ($OUT/profile_summary.md), the headline metrics in the summary.
 set -u
 build=${1:?build dir}; shift
 steps=${*:-all}
@@ -145,8 +146,11 @@ if has profile; then
     "$build/tools/pk/pk" ${PROFILE_ARGS:-run attention --head-dim 128 --seqlen-q 4096 --batch 4 --heads 16} \
     > "$out/profile_run.txt" 2>&1; rc=$?
   "$ncu" --import "$out/profile.ncu-rep" --page details > "$out/profile.txt" 2>&1
+  # Pipes, stall reasons, instruction mix and the hottest SASS lines (tools/ncu_summary.py).
+  python3 tools/ncu_summary.py "$out/profile.ncu-rep" --ncu "$ncu" > "$out/profile_summary.md" 2>&1
   note "profile: rc=$rc $(grep -m1 -oE '[a-z_]*attn[a-z_0-9]*|[a-z_]+_kernel' "$out/profile.txt")"
   while IFS= read -r line; do note "  $line"; done < <(grep -E '^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Registers Per Thread|Achieved Occupancy|No Eligible) ' "$out/profile.txt" | sed 's/  */ /g' | head -12)
+  while IFS= read -r line; do note "  $line"; done < <(grep -E '^\| (tensor pipe active|XU|[a-z_]+ \| [0-9])' "$out/profile_summary.md" | head -8)
 fi
 
 printf '%s\n' "${summary[@]}" > "$out/summary.txt"
