@@ -69,6 +69,13 @@ def as_int(x):
         return 0
 
 
+def as_float(x):
+    try:
+        return float(x.replace(",", ""))
+    except (ValueError, AttributeError):
+        return float("nan")
+
+
 def opcode(src):
     s = re.sub(r"^@!?U?P\w+\s+", "", src.strip())
     return s.split()[0].split(".")[0] if s else ""
@@ -133,7 +140,7 @@ def main():
     for op, v in ex.most_common(20):
         print(f"| {op} | {v / 1e6:.2f} | {100 * v / total_exec:.1f} | {100 * smp[op] / total_samples:.1f} |")
 
-    print(f"\n## Hottest instructions\n\n| address | samples % | executed | top stalls | instruction |\n|---|---|---|---|---|")
+    print("\n## Hottest instructions\n\n| address | samples % | executed | top stalls | instruction |\n|---|---|---|---|---|")
     hot = sorted(rows, key=lambda r: -as_int(r[col[samples_key]]))[: a.hot]
     for r in hot:
         top = sorted(stalls, key=lambda k: -as_int(r[col[k]]))[:2]
@@ -142,13 +149,6 @@ def main():
         print(f"| {r[col['Address']][-6:]} | {100 * as_int(r[col[samples_key]]) / total_samples:.1f} | "
               f"{as_int(r[col[exec_key]])} | {why} | `{src}` |")
     return 0
-
-
-def as_float(x):
-    try:
-        return float(x.replace(",", ""))
-    except (ValueError, AttributeError):
-        return float("nan")
 
 
 if __name__ == "__main__":
