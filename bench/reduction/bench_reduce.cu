@@ -3,7 +3,7 @@
 // Every number is the median of event-timed repetitions after warm-up, on random (never zero) data.
 // Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
 //
-//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows]
+//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows | --segmented-once LEN]
 // --segmented: only the segmented tables and the breakdown of small sums (host enqueue against GPU time).
 // --rows: only the row operations' tables.
 #include <pk/reduction/norm.hpp>
@@ -540,9 +540,59 @@ void rows_table(pk::stream& s, bool quick) {
   CK(cudaFree(rstd));
 }
 
+// One call of every segmented candidate and of CUB on uniform segments of `len` f32 elements (2^26 in all), each
+// result checked: a short, fixed sequence of launches for a profiler (`--segmented-once LEN` under ncu).
+void segmented_once(pk::stream& s, std::int64_t len) {
+  using pk::reduction::dtype;
+  const std::int64_t total = std::int64_t{1} << 26;
+  const std::vector<std::int64_t> h = segment_offsets(total, len);
+  const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
+  void *in, *out, *cub_tmp;
+  std::int64_t* off;
+  CK(cudaMalloc(&in, total * 4));
+  CK(cudaMalloc(&out, segs * 4));
+  CK(cudaMalloc(&off, h.size() * 8));
+  std::vector<float> hin(static_cast<std::size_t>(total), 1.0f / 16);  // every sum exact in fp32
+  CK(cudaMemcpy(in, hin.data(), total * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+  std::size_t tb = 1 << 24;
+  CK(cudaMalloc(&cub_tmp, tb));
+  const auto check = [&](const char* who) {
+    std::vector<float> got(static_cast<std::size_t>(segs));
+    CK(cudaMemcpy(got.data(), out, segs * 4, cudaMemcpyDeviceToHost));
+    for (std::int64_t i = 0; i < segs; ++i)
+      if (static_cast<double>(got[static_cast<std::size_t>(i)]) != static_cast<double>(h[i + 1] - h[i]) / 16) {
+        std::fprintf(stderr, "segmented sum (%s): segment %lld wrong\n", who, static_cast<long long>(i));
+        std::exit(1);
+      }
+    std::printf("%s: ok\n", who);
+  };
+  const pk::archdb::plan plan = pk::reduction::plan_segmented_reduce(s.device(), segs, pk::reduction::segmented_assumed_len, 4);
+  for (const auto& c : plan.all) {
+    if (!c.fits) continue;
+    pk::reduce_options o;
+    o.policy = c.name.c_str();
+    PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out, o));
+    check(c.name.c_str());
+  }
+  CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, tb, static_cast<const float*>(in), static_cast<float*>(out),
+                                     static_cast<int>(segs), off, off + 1));
+  check("cub");
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(off));
+  CK(cudaFree(cub_tmp));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[1], "--segmented-once") == 0) {
+    pk::stream s;
+    PK(pk::stream::cuda(nullptr, 0, s));
+    segmented_once(s, std::atoll(argv[2]));
+    return 0;
+  }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool only_segmented = argc > 1 && std::strcmp(argv[1], "--segmented") == 0;
   const bool only_rows = argc > 1 && std::strcmp(argv[1], "--rows") == 0;

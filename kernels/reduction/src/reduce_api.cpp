@@ -717,13 +717,14 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
     c.kind = reduction::call_kind::split;
     c.policy = p.index;
     c.grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * s.device().sm_count));
+    const std::size_t chunks = std::size_t{c.grid} * static_cast<std::size_t>(reduction::split_candidates[static_cast<std::size_t>(p.index)].chunks);
     void* ws = nullptr;
     void* scratch = nullptr;
-    PK_TRY(detail::stream_workspace(s, (c.grid + 1) * sizeof(unsigned), &ws));
-    PK_TRY(detail::stream_scratch(s, 2 * c.grid * reduction::max_accum_bytes, &scratch));
+    PK_TRY(detail::stream_workspace(s, (chunks + 1) * sizeof(unsigned), &ws));
+    PK_TRY(detail::stream_scratch(s, 2 * chunks * reduction::max_accum_bytes, &scratch));
     c.ticket = static_cast<unsigned*>(ws);
     c.partials = scratch;
-    c.partials2 = static_cast<char*>(scratch) + c.grid * reduction::max_accum_bytes;
+    c.partials2 = static_cast<char*>(scratch) + chunks * reduction::max_accum_bytes;
   } else {
     c.kind = reduction::call_kind::segments;
     c.policy = p.index - splits;

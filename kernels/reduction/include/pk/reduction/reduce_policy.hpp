@@ -87,10 +87,14 @@ struct split_policy {
   //! registers at the register file over blocks_per_sm x block_threads); the planner sizes the grid from the
   //! same number.
   int blocks_per_sm;
+  //! Chunks a block: the elements are cut into grid x chunks contiguous chunks, and block b takes chunks b,
+  //! b + grid, b + 2 grid, ... (1: one contiguous chunk a block).
+  int chunks = 1;
   friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
 };
 inline std::string name_of(const split_policy& p) {
-  return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll);
+  return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll) +
+         (p.chunks > 1 ? "_c" + std::to_string(p.chunks) : std::string());
 }
 //! 16-byte vectors a thread holds per tile for elements of `bytes` bytes: `unroll` for 4- and 8-byte
 //! elements, and as many elements a thread as 4-byte ones have for narrower ones (unroll / 2 for 16-bit,
@@ -120,8 +124,10 @@ constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes
 // sum spilling 12 B, argmax 180 B) 1-2% ahead at 64-4096 and 7-12% behind at 65536-2^20; 5 is within 3.2% of
 // the better of the two on every length and operation. Left free, ptxas took 80 registers for the sum
 // (spilling 20-32 B) and 124 for argmax, whose 4 resident blocks then ran a grid planned for 5.
-inline constexpr std::array<split_policy, 1> split_candidates{{
+inline constexpr std::array<split_policy, 3> split_candidates{{
     {128, 8, 5},
+    {128, 8, 5, 4},
+    {128, 8, 5, 16},
 }};
 
 //! One compiled variant of the row operations (norm.hpp: softmax, log_softmax, LayerNorm, RMSNorm, row

@@ -52,7 +52,7 @@ inline constexpr std::int64_t thread_segment_below = 32;
 
 // U: 16-byte vectors a thread per tile (reduction::split_unroll); BlocksPerSm: the launch bounds' minimum
 // blocks per SM.
-template <int B, int U, int BlocksPerSm, class T, class Acc, class Out, class Op, class Load, class Fin>
+template <int B, int U, int BlocksPerSm, int Chunks, class T, class Acc, class Out, class Op, class Load, class Fin>
 PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(const T* in, Out* out,
                                                                                const std::int64_t* offsets,
                                                                                std::int64_t segments,
@@ -73,22 +73,21 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   PK_SHARED(unsigned, last_flag);
 
   const int t = thread_rank();
-  // The chunk's work; every block then counts itself done, and the last one clears the tickets (a no-op
+  const std::int64_t chunks = std::int64_t{grid_dim().x} * Chunks;  // block b owns chunks b, b + grid, ...
+  // Chunk k's work; every block then counts itself done, and the last one clears the tickets (a no-op
   // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
   // stream's counters non-zero for later calls).
-  const auto chunk_work = [&] {
+  const auto chunk_work = [&](const std::int64_t k) {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
     if (!(end > base)) {  // no elements: every segment is empty, block 0 writes the identities
-      if (block_idx().x == 0)
+      if (k == 0)
         for (std::int64_t s = t; s < S; s += B) out[s] = fin(identity);
       return;
     }
     const std::int64_t origin = base - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(in + base) % 16 / sizeof(T));
     const std::int64_t ntiles = (end - origin + E - 1) / E;
-    const std::int64_t grid = grid_dim().x;
-    const std::int64_t per = (ntiles + grid - 1) / grid;
-    const std::int64_t k = block_idx().x;
+    const std::int64_t per = (ntiles + chunks - 1) / chunks;
     const std::int64_t tile_first = k * per;
     if (tile_first >= ntiles) return;
     const std::int64_t tile_last = tile_first + per < ntiles ? tile_first + per : ntiles;
@@ -147,7 +146,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       // workspace's `grid` slots.
       std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
       k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
-      k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
+      k1 = k1 < k ? k : k1 > chunks - 1 ? chunks - 1 : k1;
       if (t == 0) {
         (opens ? ws.open_out : ws.open_in)[k] = piece;
         thread_fence();
@@ -288,14 +287,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       opens = here;
     }
   };
-  chunk_work();
-  block::sync();
+  for (std::int64_t k = block_idx().x; k < chunks; k += grid_dim().x) {
+    chunk_work(k);
+    block::sync();  // the shared tile, the window and the flag are free for the next chunk
+  }
   if (t == 0) {
     const unsigned g = grid_dim().x;
     thread_fence();
-    if (atomic_add(ws.tickets + g, 1u) == g - 1) {
+    if (atomic_add(ws.tickets + chunks, 1u) == g - 1) {
       thread_fence();
-      for (unsigned j = 0; j <= g; ++j) ws.tickets[j] = 0u;
+      for (std::int64_t j = 0; j <= chunks; ++j) ws.tickets[j] = 0u;
     }
   }
 }
