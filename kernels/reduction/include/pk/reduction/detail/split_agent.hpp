@@ -4,9 +4,10 @@
 // empty segments, one segment of everything).
 //
 //  - Tiles of E = B * U * V elements (V per 16-byte vector) on the 16-byte grid of the input's
-//    addresses; block k owns the contiguous chunk of tiles [k * per, (k + 1) * per), per =
-//    ceil(tiles / grid), and finds the segment at its chunk's start with a B-ary search of the offsets
-//    (a few rounds of one load per thread, overlapped with the first tile's loads).
+//    addresses, cut into grid x Chunks contiguous chunks: chunk k is the tiles [k * per, (k + 1) * per),
+//    per = ceil(tiles / (grid x Chunks)), and block b works on chunks b, b + grid, ... in turn. For each
+//    it finds the segment at the chunk's start with a B-ary search of the offsets (a few rounds of one
+//    load per thread, overlapped with the first tile's loads).
 //  - A tile inside one segment is folded into per-thread partials (no barrier). A tile with segment
 //    ends finishes the open segment (a block reduction), reduces the segments that start and end inside
 //    it from shared memory (a 32-lane group per segment, or a thread per segment when they average fewer
@@ -36,8 +37,8 @@
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
-//! The pieces of segments that cross chunks: one slot of each kind per block, one ticket per block and
-//! a count of finished blocks after them (grid + 1 counters, zero between calls).
+//! The pieces of segments that cross chunks: one slot of each kind per chunk, one ticket per chunk and
+//! a count of finished blocks after them (grid x Chunks + 1 counters, zero between calls).
 template <class Acc>
 struct split_workspace {
   Acc* open_in;   //!< block k: its part of the segment that started in an earlier chunk
