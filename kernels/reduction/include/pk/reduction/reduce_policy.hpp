@@ -88,7 +88,8 @@ struct split_policy {
   //! same number.
   int blocks_per_sm;
   //! Chunks a block: the elements are cut into grid x chunks contiguous chunks, and block b takes chunks b,
-  //! b + grid, b + 2 grid, ... (1: one contiguous chunk a block).
+  //! b + grid, b + 2 grid, ... (1: one contiguous chunk a block). Each chunk starts with its own search of the
+  //! offsets; split_cost charges one search a block, as for 1.
   int chunks = 1;
   friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
 };

@@ -25,7 +25,7 @@
 // the input's alignment and the offsets (the segment's own, and those of the segments ending in the same
 // tile: their average length chooses a thread or a group per segment).
 // Safety: every element read lies in [offsets[0], offsets[segments]), every shared-memory index is
-// clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing
+// clamped to the tile and every workspace index to the chunks, so offsets that break the non-decreasing
 // precondition give wrong values, never an access out of bounds.
 #pragma once
 #include <pk/portable/block.hpp>
@@ -41,8 +41,8 @@ namespace impl {
 //! a count of finished blocks after them (grid x Chunks + 1 counters, zero between calls).
 template <class Acc>
 struct split_workspace {
-  Acc* open_in;   //!< block k: its part of the segment that started in an earlier chunk
-  Acc* open_out;  //!< block k: its part of the segment that starts in its chunk and runs past it
+  Acc* open_in;   //!< chunk k: its part of the segment that started in an earlier chunk
+  Acc* open_out;  //!< chunk k: its part of the segment that starts in it and runs past it
   unsigned* tickets;
 };
 
@@ -81,7 +81,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   const auto chunk_work = [&](const std::int64_t k) {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
-    if (!(end > base)) {  // no elements: every segment is empty, block 0 writes the identities
+    if (!(end > base)) {  // no elements: every segment is empty, chunk 0 writes the identities
       if (k == 0)
         for (std::int64_t s = t; s < S; s += B) out[s] = fin(identity);
       return;
@@ -144,7 +144,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     // ticket of the segment's first chunk, and let the chunk that completes the count combine.
     const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
       // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
-      // workspace's `grid` slots.
+      // workspace's `chunks` slots.
       std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
       k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
       k1 = k1 < k ? k : k1 > chunks - 1 ? chunks - 1 : k1;
@@ -174,7 +174,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
       load_tile(x, tb);  // the first tile's loads are in flight during the search
       if (ti == tile_first) {
-        // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
+        // The segment holding c0: the last s with offsets[s] <= c0 (chunk 0 starts at segment 0, so that
         // leading empty segments are its own).
         if (k > 0) {
           std::int64_t hi = S;
