@@ -37,6 +37,7 @@ struct attn_case {
   std::string policy;             // a forced candidate policy ("" = the planner's choice)
   bool rank3 = false;             // pass the tensors as rank 3 [tokens, heads, head_dim] (batch 1 or varlen)
   int kv_tail = 0;                // varlen: packed K/V tokens after the last sequence, NaN: no query may read them
+  float key_ramp = 0;             // key token j of a sequence of n is scaled by 1 + key_ramp * j / n (rising maxima)
   //! Every field: a failure message with the label and the data seed reproduces the problem.
   std::string label() const {
     std::string s = std::string(to_string(type)) + " b" + std::to_string(batch) + " hq" + std::to_string(heads_q) +
@@ -45,7 +46,8 @@ struct attn_case {
                     std::to_string(window_right) + ")" + (scale > 0 ? " scale " + std::to_string(scale) : "") +
                     (head_pad || row_pad ? " pad(head " + std::to_string(head_pad) + ", row " + std::to_string(row_pad) + ")" : "") +
                     (kv_interleaved ? " kv-interleaved" : "") + (rank3 ? " rank3" : "") +
-                    (kv_tail ? " kv-tail " + std::to_string(kv_tail) : "") + " " +
+                    (kv_tail ? " kv-tail " + std::to_string(kv_tail) : "") +
+                    (key_ramp > 0 ? " key-ramp " + std::to_string(key_ramp) : "") + " " +
                     (policy.empty() ? "" : policy + " ") + "sq/sk";
     for (std::size_t i = 0; i < sq.size(); ++i) s += " " + std::to_string(sq[i]) + "/" + std::to_string(sk[i]);
     return s;
@@ -120,6 +122,11 @@ inline void run_case(const stream& s, const attn_case& c, std::uint64_t sd,
     q[b] = random_seq(rng, c.type, static_cast<std::size_t>(c.sq[b]) * c.heads_q * c.d);
     k[b] = random_seq(rng, c.type, static_cast<std::size_t>(c.sk[b]) * c.heads_kv * c.d);
     v[b] = random_seq(rng, c.type, static_cast<std::size_t>(c.sk[b]) * c.heads_kv * c.d);
+    if (c.key_ramp > 0) {
+      const std::size_t row = static_cast<std::size_t>(c.heads_kv) * c.d;
+      for (std::size_t i = 0; i < k[b].size(); ++i)
+        k[b][i] = round_to(c.type, k[b][i] * (1.0f + c.key_ramp * static_cast<float>(i / row) / static_cast<float>(c.sk[b])));
+    }
   }
   placed pq = place(c, q, c.sq, c.heads_q), po = place(c, q, c.sq, c.heads_q);
   fill(c, pq, q, c.sq, c.heads_q, 0);

@@ -222,6 +222,36 @@ TEST_P(AttentionForward, PersistentBlocksWalkSeveralItems) {
   if (ran == 0) GTEST_SKIP() << s.device().name << ": no persistent candidate fits or is compiled for this target";
 }
 
+// Scores whose row maxima rise from key tile to key tile (keys scaled up along the sequence): by less than
+// the online softmax's slack at the default scale (the running maximum stays behind and P exceeds 1), and by
+// far more at scale 1 (O rescaled at every tile), on every fitting candidate.
+TEST_P(AttentionForward, RowMaximaRisingAcrossKeyTiles) {
+  PK_TEST_STREAM(GetParam(), s);
+  const std::uint64_t sd = seed();
+  SCOPED_TRACE("seed " + std::to_string(sd));
+  for (int d : {64, 128}) {
+    attention::attention_problem pr;
+    pr.head_dim = d;
+    pr.seqlen_q = 70;
+    pr.seqlen_k = 601;
+    for (const std::string& name : fitting_candidates(s, pr))
+      for (const float scale : {0.0f, 1.0f}) {
+        attn_case c;
+        c.d = d;
+        c.heads_q = 2;
+        c.heads_kv = 1;
+        c.sq = {70};
+        c.sk = {601};
+        c.causal = scale > 0;  // bottom-right aligned: every row sees at least 532 keys, 5 tiles of 128
+        c.scale = scale;
+        c.key_ramp = 3.0f;
+        c.policy = name;
+        run_case(s, c, sd + static_cast<std::uint64_t>(d));
+        if (HasFatalFailure()) return;
+      }
+  }
+}
+
 TEST_P(AttentionForward, EveryCandidatePolicy) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
