@@ -138,7 +138,7 @@ class reduce_family final : public family {
         e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));
       }
-      // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, BlocksPerSm, Chunks, T, ...>,
+      // The even split of pk::segmented_reduce: segment_split_kernel<BlockThreads, Unroll, BlocksPerSm, T, ...>,
       // the first candidates of plan_segmented_reduce.
       const archdb::plan pv = reduction::plan_segmented_reduce(*dev, 1, 1, bytes);
       for (std::size_t i = 0; i < pv.all.size() && i < reduction::split_candidates.size(); ++i) {
@@ -149,7 +149,7 @@ class reduce_family final : public family {
         e.instance = pv.all[i].name + "_" + d.name;
         e.symbol = "segment_split_kernelILi" + std::to_string(pol.block_threads) + "ELi" +
                    std::to_string(reduction::split_unroll(pol, static_cast<std::size_t>(bytes))) + "ELi" +
-                   std::to_string(pol.blocks_per_sm) + "ELi" + std::to_string(pol.chunks) + "E" + d.mangled;
+                   std::to_string(pol.blocks_per_sm) + "E" + d.mangled;
         e.planned = pv.all[i].res;
         e.declares_spills = declares(e.symbol, a);
         out.push_back(std::move(e));

@@ -87,15 +87,10 @@ struct split_policy {
   //! registers at the register file over blocks_per_sm x block_threads); the planner sizes the grid from the
   //! same number.
   int blocks_per_sm;
-  //! Chunks a block: the elements are cut into grid x chunks contiguous chunks, and block b takes chunks b,
-  //! b + grid, b + 2 grid, ... (1: one contiguous chunk a block). Each chunk starts with its own search of the
-  //! offsets; split_cost charges one search a block, as for 1.
-  int chunks = 1;
   friend constexpr bool operator==(const split_policy&, const split_policy&) = default;
 };
 inline std::string name_of(const split_policy& p) {
-  return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll) +
-         (p.chunks > 1 ? "_c" + std::to_string(p.chunks) : std::string());
+  return "split_b" + std::to_string(p.block_threads) + "_u" + std::to_string(p.unroll);
 }
 //! 16-byte vectors a thread holds per tile for elements of `bytes` bytes: `unroll` for 4- and 8-byte
 //! elements, and as many elements a thread as 4-byte ones have for narrower ones (unroll / 2 for 16-bit,
@@ -125,8 +120,10 @@ constexpr std::int64_t split_tile_elems(const split_policy& p, std::size_t bytes
 // sum spilling 12 B, argmax 180 B) 1-2% ahead at 64-4096 and 7-12% behind at 65536-2^20; 5 is within 3.2% of
 // the better of the two on every length and operation. Left free, ptxas took 80 registers for the sum
 // (spilling 20-32 B) and 124 for argmax, whose 4 resident blocks then ran a grid planned for 5.
-// Chunks a block: 1 (one contiguous chunk a block). Interleaving 4 or 16 chunks a block (each block's streams spread
-// over the input instead of one run of 1/grid of it) passes the host tests and has not been timed on a GPU.
+// One contiguous chunk a block: cutting the input into 4 or 16 chunks a block, taken in turn (block b: chunks b,
+// b + grid, ...), so that a block's loads spread over the input, ran 15-39% (4) and 25-130% (16) slower on an
+// H100 at every length and operation (each chunk pays a search of the offsets and the publication of its pieces
+// with no loads in flight; bench/results/reduction-h100-2026-12-06b.md).
 inline constexpr std::array<split_policy, 1> split_candidates{{
     {128, 8, 5},
 }};

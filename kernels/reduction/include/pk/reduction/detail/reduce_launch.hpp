@@ -61,7 +61,7 @@ status launch_split_policy(const reduce_call& c, const char* what, Op op, Acc id
   const std::string name = instance_name(reduction::name_of(p), what, c.type_name);
   const launch_shape shape = reduction_shape(c.grid, p.block_threads, name);
   constexpr int unroll = reduction::split_unroll(p, sizeof(T));
-  return launch(*c.s, &segment_split_kernel<p.block_threads, unroll, p.blocks_per_sm, p.chunks, T, Acc, Out, Op, Load, Fin>, shape,
+  return launch(*c.s, &segment_split_kernel<p.block_threads, unroll, p.blocks_per_sm, T, Acc, Out, Op, Load, Fin>, shape,
                 static_cast<const T*>(c.in), static_cast<Out*>(c.out), c.map.offsets, c.n,
                 split_workspace<Acc>{static_cast<Acc*>(c.partials), static_cast<Acc*>(c.partials2), c.ticket}, op,
                 identity, load, fin);

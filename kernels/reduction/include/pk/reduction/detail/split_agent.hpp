@@ -4,10 +4,9 @@
 // empty segments, one segment of everything).
 //
 //  - Tiles of E = B * U * V elements (V per 16-byte vector) on the 16-byte grid of the input's
-//    addresses, cut into grid x Chunks contiguous chunks: chunk k is the tiles [k * per, (k + 1) * per),
-//    per = ceil(tiles / (grid x Chunks)), and block b works on chunks b, b + grid, ... in turn. For each
-//    it finds the segment at the chunk's start with a B-ary search of the offsets (a few rounds of one
-//    load per thread, overlapped with the first tile's loads).
+//    addresses, cut into one contiguous chunk a block: block k's chunk is the tiles [k * per, (k + 1) * per),
+//    per = ceil(tiles / grid). It finds the segment at its chunk's start with a B-ary search of the offsets
+//    (a few rounds of one load per thread, overlapped with the first tile's loads).
 //  - A tile inside one segment is folded into per-thread partials (no barrier). A tile with segment
 //    ends finishes the open segment (a block reduction), reduces the segments that start and end inside
 //    it from shared memory (a 32-lane group per segment, or a thread per segment when they average fewer
@@ -38,7 +37,7 @@ PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
 //! The pieces of segments that cross chunks: one slot of each kind per chunk, one ticket per chunk and
-//! a count of finished blocks after them (grid x Chunks + 1 counters, zero between calls).
+//! a count of finished blocks after them (grid + 1 counters, zero between calls).
 template <class Acc>
 struct split_workspace {
   Acc* open_in;   //!< chunk k: its part of the segment that started in an earlier chunk
@@ -53,7 +52,7 @@ inline constexpr std::int64_t thread_segment_below = 32;
 
 // U: 16-byte vectors a thread per tile (reduction::split_unroll); BlocksPerSm: the launch bounds' minimum
 // blocks per SM.
-template <int B, int U, int BlocksPerSm, int Chunks, class T, class Acc, class Out, class Op, class Load, class Fin>
+template <int B, int U, int BlocksPerSm, class T, class Acc, class Out, class Op, class Load, class Fin>
 PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(const T* in, Out* out,
                                                                                const std::int64_t* offsets,
                                                                                std::int64_t segments,
@@ -74,7 +73,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   PK_SHARED(unsigned, last_flag);
 
   const int t = thread_rank();
-  const std::int64_t chunks = std::int64_t{grid_dim().x} * Chunks;  // block b owns chunks b, b + grid, ...
+  const std::int64_t chunks = grid_dim().x;  // one a block
   // Chunk k's work; every block then counts itself done, and the last one clears the tickets (a no-op
   // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
   // stream's counters non-zero for later calls).
@@ -167,10 +166,26 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       }
       block::sync();
     };
-    // One call site for each of the heavy steps (the loads, the fold, the search, a piece's publication):
-    // with an arg op every call site inlines hundreds of instructions per element vector.
+    // One call site for each of the heavy steps of the general path (the loads, the fold, the search, a
+    // piece's publication): with an arg op every call site inlines hundreds of instructions per element vector.
+    // The tiles inside one segment have a second, lean one.
     for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
       const std::int64_t tb = origin + ti * E;
+      // A tile inside the chunk and strictly inside the open segment (which goes on past it): loads without
+      // bounds and a fold without positions, in the general path's order (same results). The general path's
+      // per-vector bounds and range tests cost about 250 instructions a warp per tile on top of the 40 this
+      // one issues; the next tile's loads wait for them (H100, 2^26 f32 in segments of 65536: 20.4M
+      // instructions, DRAM at 80% of its peak, bench/results/reduction-h100-2026-12-06b.md).
+      if (ti != tile_first && tb >= c0 && tb + E <= c1 && cb <= tb && nb > tb + E) {
+        const T* const p = in + tb + std::int64_t{t} * V;
+  #pragma unroll
+        for (int u = 0; u < U; ++u) x[u] = load_vec<V>(p + std::int64_t{u} * B * V);
+  #pragma unroll
+        for (int u = 0; u < U; ++u)
+  #pragma unroll
+          for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], tb + (std::int64_t{u} * B + t) * V + e - cb));
+        continue;
+      }
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
       load_tile(x, tb);  // the first tile's loads are in flight during the search
       if (ti == tile_first) {
@@ -288,10 +303,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       opens = here;
     }
   };
-  for (std::int64_t k = block_idx().x; k < chunks; k += grid_dim().x) {
-    chunk_work(k);
-    block::sync();  // the shared tile, the window and the flag are free for the next chunk
-  }
+  chunk_work(block_idx().x);
   if (t == 0) {
     const unsigned g = grid_dim().x;
     thread_fence();
