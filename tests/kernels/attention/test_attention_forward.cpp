@@ -229,7 +229,7 @@ TEST_P(AttentionForward, RowMaximaRisingAcrossKeyTiles) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
-  for (int d : {64, 128}) {
+  for (int d : {64, 128, 256}) {
     attention::attention_problem pr;
     pr.head_dim = d;
     pr.seqlen_q = 70;

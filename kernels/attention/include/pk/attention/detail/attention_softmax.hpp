@@ -86,8 +86,14 @@ struct online_softmax {
   //! The first half of step: S into P, the running maximum and sums updated; `corr` receives the factor
   //! O must be multiplied by before the next P V is added (rescale). Split so that a product still
   //! accumulating into O can overlap this part.
-  template <class Frag, int NS>
+  //! Slack (log2 units, >= 0): the row's subtrahend m moves only when the tile's maximum passes it by more
+  //! than Slack, so P <= 2^Slack and corr is exactly 1 for a row that did not move (rescale_if_moved then
+  //! skips O's multiplications; conditional rescaling, research/HOPPER_ATTENTION.md on FlashAttention-4).
+  //! O / l and the LSE are the same function of the scores for any Slack: l and O share the stale m. With
+  //! Slack 8, P stays within 256 (finite in fp16 and bf16), and the rounding of P, l and O is relative.
+  template <int Slack = 0, class Frag, int NS>
   PK_DEVICE PK_FORCEINLINE void scores(Frag (&s)[MT][NS], float scale_log2, float (&corr)[MT][slots]) {
+    static_assert(Slack >= 0 && Slack <= 8, "online_softmax::scores: P = exp2(S' - m) must stay within 2^8");
     float base[MT][slots], sum[MT][slots], factor[MT][slots];
     bool big[MT][slots];
     bool any_big = false;
@@ -105,7 +111,11 @@ struct online_softmax {
 #pragma unroll
         for (int x = 1; x < Layout::c_row_lanes; x *= 2) m = fmaxf(m, warp<>::shfl_xor(m, x));
         const int r = rows::slot(e);
-        const float m_new = fmaxf(row_max[i][r], mul_rn(m, scale_log2));
+        const float m_tile = mul_rn(m, scale_log2);
+        // Slack 0: fmaxf. Otherwise move only past m + Slack (-inf + Slack is -inf: the first visible key
+        // moves a row; a NaN maximum moves nothing, as fmaxf ignores it).
+        const float m_new = Slack == 0 ? fmaxf(row_max[i][r], m_tile)
+                                       : (m_tile > row_max[i][r] + static_cast<float>(Slack) ? m_tile : row_max[i][r]);
         base[i][r] = m_new == neg_inf ? 0.0f : m_new;  // a row fully masked so far stays 0, not NaN
         big[i][r] = fabsf(base[i][r]) > big_scores;
         factor[i][r] = big[i][r] ? 1.0f : scale_log2;

@@ -63,6 +63,16 @@ inline constexpr int producer_regs = Consumers == 2 ? 24 : 32;
 template <int Consumers>
 inline constexpr int consumer_regs = Consumers == 2 ? 240 : 160;
 
+//! The online softmax's slack (log2 units, attn::online_softmax::scores) at head dimension D: with slack 8 a
+//! row's subtrahend moves only when a tile's maximum passes it by more than a factor 256 in P, so that after
+//! the first tiles O is rarely rescaled, and the rescale goes behind a warp vote (rescale_if_moved). Measured
+//! on an H100 (bench/results/attention-h100-2026-12-06b.md, slack on every head dimension against none, one
+//! call): at head_dim 256 (O's 128 values a thread against 40 scores of a 64 x 80 tile) 5-11% faster at 16k;
+//! at 64 and 128 (O has half or as many values as the scores, and its multiplications hide under the tensor
+//! work) up to 3.4% slower (the vote and branch sit on the critical path), so they keep the exact maximum.
+template <int D>
+inline constexpr int rescale_slack = D >= 256 ? 8 : 0;
+
 //! Named barriers (id 0 is the block barrier; 16 per block): where the consumer warpgroups meet, and the
 //! turn of consumer warpgroup c in the ping-pong (ids 2-3: only 2 consumer warpgroups ping-pong).
 inline constexpr int consumers_barrier = 1;
@@ -308,7 +318,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
           const int n0 = (n_last - i) * BN;
           const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
           if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc[0][0], mask, row0, t);
-          softmax.scores(acc, p.scale_log2, corr);
+          softmax.template scores<attn_ws::rescale_slack<D>>(acc, p.scale_log2, corr);
         };
 
         if (n_tiles > 0) {
@@ -355,9 +365,13 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
             wg_wait<0>();  // P_{i-1} V_{i-1} done: O and the P registers are free
             wg_fence_operand(acc_o[0][0]);
             release(v_empty, i - 1);
-            // Always, not behind a warp vote (rescale_if_moved): measured on the H200, the vote made the
-            // d64 rows up to 8% and d128 causal 16k 2% slower (bench/results/attention-h200-2026-12-03-qrelease.md).
-            softmax.template rescale<o_layout>(acc_o, corr);
+            // The vote only pays where rows rarely move (rescale_slack): with the exact maximum it made the
+            // d64 rows up to 8% and d128 causal 16k 2% slower on the H200
+            // (bench/results/attention-h200-2026-12-03-qrelease.md).
+            if constexpr (attn_ws::rescale_slack<D> > 0)
+              softmax.template rescale_if_moved<o_layout>(acc_o, corr);
+            else
+              softmax.template rescale<o_layout>(acc_o, corr);
 #pragma unroll
             for (int kk = 0; kk < BN / 16; ++kk) wg_accum_to_a<T>(pa[kk], acc_s[0][0], kk);
           }
