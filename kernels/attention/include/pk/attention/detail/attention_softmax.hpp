@@ -11,10 +11,11 @@
 // of magnitude 10^4 at head_dim 128) it overflows exp2 (P = inf, a NaN row) or underflows the largest score's P
 // to 0 (LSE -inf, output 0). A row with |m'| > big_scores (2^16: below it the argument's error is at most 2^-8,
 // under a 16-bit P's rounding) rounds its products first (mul_rn) and subtracts with the factor 1 in the same
-// FFMA: every argument is then <= 0 and the largest score's is exactly 0. Measured on the H200 against the softmax
-// without this path (bench/results/decode-h200-2026-12-02.md): within 1-2% at head_dim 128, 3-6% at head_dim 64 on
-// 16k and 1k causal; two loops behind a warp vote spread the cost more evenly but spilled in the sm_90a tiled
-// kernel, and a vote-guarded rewrite of the huge rows cost more registers on sm_80 (compile matrix, same day).
+// FFMA: every argument is then <= 0 (<= Slack, see scores) and the largest score's is exact. Measured on the
+// H200 against the softmax without this path (bench/results/decode-h200-2026-12-02.md): within 1-2% at
+// head_dim 128, 3-6% at head_dim 64 on 16k and 1k causal; two loops behind a warp vote spread the cost more
+// evenly but spilled in the sm_90a tiled kernel, and a vote-guarded rewrite of the huge rows cost more registers
+// on sm_80 (compile matrix, same day).
 // A row with no visible key so far has m' = -inf; it then uses 0 as the subtrahend, so P = 0 and the
 // correction exp2(-inf - 0) = 0 stay finite (never -inf - -inf = NaN). At the end (finish): the row's
 // lanes add their sums; O / l, LSE = (m + log2 l) * ln 2; a row with l = 0 (fully masked) gives
