@@ -32,6 +32,7 @@
 #include <pk/reduction/detail/reduce_agent.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
@@ -175,16 +176,20 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       // bounds and a fold without positions, in the general path's order (same results). The general path's
       // per-vector bounds and range tests cost about 250 instructions a warp per tile on top of the 40 this
       // one issues; the next tile's loads wait for them (H100, 2^26 f32 in segments of 65536: 20.4M
-      // instructions, DRAM at 80% of its peak, bench/results/reduction-h100-2026-12-06b.md).
-      if (ti != tile_first && tb >= c0 && tb + E <= c1 && cb <= tb && nb > tb + E) {
-        const T* const p = in + tb + std::int64_t{t} * V;
+      // instructions, DRAM at 80% of its peak, bench/results/reduction-h100-2026-12-06b.md). Value
+      // reductions only: argmin/argmax fold (value, index) pairs, and with a second copy of that fold ptxas
+      // (sm_90a) spilled more for the integer types (i32 100 -> 160 B, i64 0 -> 152 B); not timed on a GPU.
+      if constexpr (std::is_same_v<Load, reduction::ops::value_load<Acc>>) {
+        if (ti != tile_first && tb >= c0 && tb + E <= c1 && cb <= tb && nb > tb + E) {
+          const T* const p = in + tb + std::int64_t{t} * V;
   #pragma unroll
-        for (int u = 0; u < U; ++u) x[u] = load_vec<V>(p + std::int64_t{u} * B * V);
+          for (int u = 0; u < U; ++u) x[u] = load_vec<V>(p + std::int64_t{u} * B * V);
   #pragma unroll
-        for (int u = 0; u < U; ++u)
+          for (int u = 0; u < U; ++u)
   #pragma unroll
-          for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], tb + (std::int64_t{u} * B + t) * V + e - cb));
-        continue;
+            for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], tb + (std::int64_t{u} * B + t) * V + e - cb));
+          continue;
+        }
       }
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
       load_tile(x, tb);  // the first tile's loads are in flight during the search
