@@ -712,20 +712,18 @@ status segmented_reduce(const stream& s, reduce_op op, dtype type, const void* i
   c.type_name = reduction::to_string(type);
   constexpr int splits = static_cast<int>(reduction::split_candidates.size());
   if (p.index < splits) {
-    // One block per resident slot, one chunk a block; each chunk keeps two accumulators for the pieces of
-    // segments that cross it and a ticket, and a count of finished blocks follows the tickets (zero between
-    // calls).
+    // One block per resident slot; each keeps two accumulators for the pieces of segments that cross
+    // its chunk and a ticket, and a count of finished blocks follows the tickets (zero between calls).
     c.kind = reduction::call_kind::split;
     c.policy = p.index;
     c.grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::int64_t{p.occ.blocks_per_sm} * s.device().sm_count));
-    const std::size_t chunks = c.grid;
     void* ws = nullptr;
     void* scratch = nullptr;
-    PK_TRY(detail::stream_workspace(s, (chunks + 1) * sizeof(unsigned), &ws));
-    PK_TRY(detail::stream_scratch(s, 2 * chunks * reduction::max_accum_bytes, &scratch));
+    PK_TRY(detail::stream_workspace(s, (c.grid + 1) * sizeof(unsigned), &ws));
+    PK_TRY(detail::stream_scratch(s, 2 * c.grid * reduction::max_accum_bytes, &scratch));
     c.ticket = static_cast<unsigned*>(ws);
     c.partials = scratch;
-    c.partials2 = static_cast<char*>(scratch) + chunks * reduction::max_accum_bytes;
+    c.partials2 = static_cast<char*>(scratch) + c.grid * reduction::max_accum_bytes;
   } else {
     c.kind = reduction::call_kind::segments;
     c.policy = p.index - splits;

@@ -4,8 +4,8 @@
 // empty segments, one segment of everything).
 //
 //  - Tiles of E = B * U * V elements (V per 16-byte vector) on the 16-byte grid of the input's
-//    addresses, cut into one contiguous chunk a block: block k's chunk is the tiles [k * per, (k + 1) * per),
-//    per = ceil(tiles / grid). It finds the segment at its chunk's start with a B-ary search of the offsets
+//    addresses; block k owns the contiguous chunk of tiles [k * per, (k + 1) * per), per =
+//    ceil(tiles / grid), and finds the segment at its chunk's start with a B-ary search of the offsets
 //    (a few rounds of one load per thread, overlapped with the first tile's loads).
 //  - A tile inside one segment is folded into per-thread partials (no barrier). A tile with segment
 //    ends finishes the open segment (a block reduction), reduces the segments that start and end inside
@@ -24,7 +24,7 @@
 // the input's alignment and the offsets (the segment's own, and those of the segments ending in the same
 // tile: their average length chooses a thread or a group per segment).
 // Safety: every element read lies in [offsets[0], offsets[segments]), every shared-memory index is
-// clamped to the tile and every workspace index to the chunks, so offsets that break the non-decreasing
+// clamped to the tile and every workspace index to the grid, so offsets that break the non-decreasing
 // precondition give wrong values, never an access out of bounds.
 #pragma once
 #include <pk/portable/block.hpp>
@@ -37,12 +37,12 @@
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
 
-//! The pieces of segments that cross chunks: one slot of each kind per chunk, one ticket per chunk and
+//! The pieces of segments that cross chunks: one slot of each kind per block, one ticket per block and
 //! a count of finished blocks after them (grid + 1 counters, zero between calls).
 template <class Acc>
 struct split_workspace {
-  Acc* open_in;   //!< chunk k: its part of the segment that started in an earlier chunk
-  Acc* open_out;  //!< chunk k: its part of the segment that starts in it and runs past it
+  Acc* open_in;   //!< block k: its part of the segment that started in an earlier chunk
+  Acc* open_out;  //!< block k: its part of the segment that starts in its chunk and runs past it
   unsigned* tickets;
 };
 
@@ -74,21 +74,22 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   PK_SHARED(unsigned, last_flag);
 
   const int t = thread_rank();
-  const std::int64_t chunks = grid_dim().x;  // one a block
-  // Chunk k's work; every block then counts itself done, and the last one clears the tickets (a no-op
+  // The chunk's work; every block then counts itself done, and the last one clears the tickets (a no-op
   // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
   // stream's counters non-zero for later calls).
-  const auto chunk_work = [&](const std::int64_t k) {
+  const auto chunk_work = [&] {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
-    if (!(end > base)) {  // no elements: every segment is empty, chunk 0 writes the identities
-      if (k == 0)
+    if (!(end > base)) {  // no elements: every segment is empty, block 0 writes the identities
+      if (block_idx().x == 0)
         for (std::int64_t s = t; s < S; s += B) out[s] = fin(identity);
       return;
     }
     const std::int64_t origin = base - static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(in + base) % 16 / sizeof(T));
     const std::int64_t ntiles = (end - origin + E - 1) / E;
-    const std::int64_t per = (ntiles + chunks - 1) / chunks;
+    const std::int64_t grid = grid_dim().x;
+    const std::int64_t per = (ntiles + grid - 1) / grid;
+    const std::int64_t k = block_idx().x;
     const std::int64_t tile_first = k * per;
     if (tile_first >= ntiles) return;
     const std::int64_t tile_last = tile_first + per < ntiles ? tile_first + per : ntiles;
@@ -144,10 +145,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     // ticket of the segment's first chunk, and let the chunk that completes the count combine.
     const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
       // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
-      // workspace's `chunks` slots.
+      // workspace's `grid` slots.
       std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
       k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
-      k1 = k1 < k ? k : k1 > chunks - 1 ? chunks - 1 : k1;
+      k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
       if (t == 0) {
         (opens ? ws.open_out : ws.open_in)[k] = piece;
         thread_fence();
@@ -169,7 +170,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     };
     // One call site for each of the heavy steps of the general path (the loads, the fold, the search, a
     // piece's publication): with an arg op every call site inlines hundreds of instructions per element vector.
-    // The tiles inside one segment have a second, lean one.
+    // The tiles inside one segment of a value reduction have a second, lean one.
     for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
       const std::int64_t tb = origin + ti * E;
       // A tile inside the chunk and strictly inside the open segment (which goes on past it): loads without
@@ -194,7 +195,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
       load_tile(x, tb);  // the first tile's loads are in flight during the search
       if (ti == tile_first) {
-        // The segment holding c0: the last s with offsets[s] <= c0 (chunk 0 starts at segment 0, so that
+        // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
         // leading empty segments are its own).
         if (k > 0) {
           std::int64_t hi = S;
@@ -308,13 +309,14 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       opens = here;
     }
   };
-  chunk_work(block_idx().x);
+  chunk_work();
+  block::sync();
   if (t == 0) {
     const unsigned g = grid_dim().x;
     thread_fence();
-    if (atomic_add(ws.tickets + chunks, 1u) == g - 1) {
+    if (atomic_add(ws.tickets + g, 1u) == g - 1) {
       thread_fence();
-      for (std::int64_t j = 0; j <= chunks; ++j) ws.tickets[j] = 0u;
+      for (unsigned j = 0; j <= g; ++j) ws.tickets[j] = 0u;
     }
   }
 }
