@@ -5,6 +5,7 @@
 
 #include <pk/attention/attention_policy.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,6 +19,15 @@ inline std::vector<std::string> fitting_candidates(const stream& s, attention::a
   for (const auto& cand : attention::plan(s.device(), pr).choice.all)
     if (cand.fits) names.push_back(cand.name);
   return names;
+}
+// The same for the problem a case describes: its head_dim, longest query and key sequences, and mask.
+inline std::vector<std::string> fitting_candidates(const stream& s, const attn_case& c) {
+  attention::attention_problem pr;
+  pr.head_dim = c.d;
+  pr.seqlen_q = *std::max_element(c.sq.begin(), c.sq.end());
+  pr.seqlen_k = *std::max_element(c.sk.begin(), c.sk.end());
+  pr.causal = c.causal;
+  return fitting_candidates(s, pr);
 }
 namespace {
 
@@ -229,27 +239,23 @@ TEST_P(AttentionForward, RowMaximaRisingAcrossKeyTiles) {
   PK_TEST_STREAM(GetParam(), s);
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
-  for (int d : {64, 128, 256}) {
-    attention::attention_problem pr;
-    pr.head_dim = d;
-    pr.seqlen_q = 70;
-    pr.seqlen_k = 601;
-    for (const std::string& name : fitting_candidates(s, pr))
-      for (const float scale : {0.0f, 1.0f}) {
-        attn_case c;
-        c.d = d;
-        c.heads_q = 2;
-        c.heads_kv = 1;
-        c.sq = {70};
-        c.sk = {601};
-        c.causal = scale > 0;  // bottom-right aligned: every row sees at least 532 keys, 5 tiles of 128
-        c.scale = scale;
-        c.key_ramp = 3.0f;
+  for (int d : {64, 128, 256})
+    for (const float scale : {0.0f, 1.0f}) {
+      attn_case c;
+      c.d = d;
+      c.heads_q = 2;
+      c.heads_kv = 1;
+      c.sq = {70};
+      c.sk = {601};
+      c.causal = scale > 0;  // bottom-right aligned: every row sees at least 532 keys, 5 tiles of 128
+      c.scale = scale;
+      c.key_ramp = 3.0f;
+      for (const std::string& name : fitting_candidates(s, c)) {
         c.policy = name;
         run_case(s, c, sd + static_cast<std::uint64_t>(d));
         if (HasFatalFailure()) return;
       }
-  }
+    }
 }
 
 TEST_P(AttentionForward, EveryCandidatePolicy) {
@@ -257,20 +263,15 @@ TEST_P(AttentionForward, EveryCandidatePolicy) {
   const std::uint64_t sd = seed();
   SCOPED_TRACE("seed " + std::to_string(sd));
   for (int d : {64, 128, 256}) {
-    attention::attention_problem pr;
-    pr.head_dim = d;
-    pr.seqlen_q = 150;
-    pr.seqlen_k = 201;
-    pr.causal = true;
+    attn_case c;
+    c.d = d;
+    c.heads_q = 2;
+    c.heads_kv = 1;
+    c.sq = {150};
+    c.sk = {201};
+    c.causal = true;
     int ran = 0;
-    for (const std::string& name : fitting_candidates(s, pr)) {
-      attn_case c;
-      c.d = d;
-      c.heads_q = 2;
-      c.heads_kv = 1;
-      c.sq = {150};
-      c.sk = {201};
-      c.causal = true;
+    for (const std::string& name : fitting_candidates(s, c)) {
       c.policy = name;
       run_case(s, c, sd + d);
       ++ran;
