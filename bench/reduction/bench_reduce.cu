@@ -254,26 +254,67 @@ std::vector<std::int64_t> segment_offsets(std::int64_t total, std::int64_t unifo
   return h;
 }
 
-void segmented_table(pk::stream& s) {
-  using pk::reduction::dtype;
-  const std::int64_t total = std::int64_t{1} << 26;
+// The segmented benches' device buffers: 2^26 f32 inputs, room for the offsets and outputs of segments of 64
+// or more elements, CUB's temporary storage. The inputs are multiples of 1/16 in [-1/2, 1/2] without 0: every
+// partial sum of at most 2^20 of them is a multiple of 2^-4 below 2^19, exact in fp32, so every summation order
+// gives the double sum exactly, which `check` demands.
+struct segmented_input {
+  static constexpr std::int64_t total = std::int64_t{1} << 26;
   void *in, *out, *cub_tmp;
   std::int64_t* off;
-  CK(cudaMalloc(&in, total * 4));
-  CK(cudaMalloc(&out, (total / 64 + 1) * 8));
-  CK(cudaMalloc(&off, (total / 64 + 2) * 8));
-  // Multiples of 1/16 in [-1/2, 1/2] without 0: every partial sum of at most 2^20 of them is a multiple of
-  // 2^-4 below 2^19, exact in fp32, so every summation order gives the double sum exactly.
-  std::vector<float> hin(static_cast<std::size_t>(total));
-  unsigned long long z = 17;
-  for (float& v : hin) {
-    z = z * 6364136223846793005ull + 1442695040888963407ull;
-    const int k = static_cast<int>((z >> 33) % 16) - 8;
-    v = static_cast<float>(k >= 0 ? k + 1 : k) / 16.0f;
+  std::size_t cub_bytes = 1 << 24;
+  std::vector<float> hin = std::vector<float>(static_cast<std::size_t>(total));
+  std::vector<std::int64_t> h;  //!< the offsets on the device
+  segmented_input() {
+    CK(cudaMalloc(&in, total * 4));
+    CK(cudaMalloc(&out, (total / 64 + 1) * 8));
+    CK(cudaMalloc(&off, (total / 64 + 2) * 8));
+    CK(cudaMalloc(&cub_tmp, cub_bytes));
+    unsigned long long z = 17;
+    for (float& v : hin) {
+      z = z * 6364136223846793005ull + 1442695040888963407ull;
+      const int k = static_cast<int>((z >> 33) % 16) - 8;
+      v = static_cast<float>(k >= 0 ? k + 1 : k) / 16.0f;
+    }
+    CK(cudaMemcpy(in, hin.data(), total * 4, cudaMemcpyHostToDevice));
   }
-  CK(cudaMemcpy(in, hin.data(), total * 4, cudaMemcpyHostToDevice));
-  std::size_t tb = 1 << 24;
-  CK(cudaMalloc(&cub_tmp, tb));
+  ~segmented_input() {
+    CK(cudaFree(in));
+    CK(cudaFree(out));
+    CK(cudaFree(off));
+    CK(cudaFree(cub_tmp));
+  }
+  //! Uploads the offsets of segment_offsets(total, len); returns the number of segments.
+  std::int64_t segments_of(std::int64_t len) {
+    h = segment_offsets(total, len);
+    CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    return static_cast<std::int64_t>(h.size()) - 1;
+  }
+  //! Every segment's f32 sum in `out` equals the host's double sum; exits with the segment otherwise.
+  void check(const char* who) const {
+    const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
+    std::vector<float> got(static_cast<std::size_t>(segs));
+    CK(cudaMemcpy(got.data(), out, segs * 4, cudaMemcpyDeviceToHost));
+    for (std::int64_t i = 0; i < segs; ++i) {
+      double want = 0;
+      for (std::int64_t j = h[i]; j < h[i + 1]; ++j) want += hin[static_cast<std::size_t>(j)];
+      if (static_cast<double>(got[i]) != want) {
+        std::fprintf(stderr, "segmented sum (%s): segment %lld: got %g want %g\n", who, static_cast<long long>(i), got[i], want);
+        std::exit(1);
+      }
+    }
+  }
+  //! CUB's segmented sum of the uploaded segments into `out`.
+  void cub_sum() {
+    std::size_t b = cub_bytes;
+    CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out),
+                                       static_cast<int>(h.size()) - 1, off, off + 1));
+  }
+};
+
+void segmented_table(pk::stream& s) {
+  using pk::reduction::dtype;
+  segmented_input si;
   std::printf("## Segmented sum, f32, 2^26 elements (pk::segmented_reduce vs CUB DeviceSegmentedReduce::Sum)\n\n");
   std::printf("Every candidate forced by name as well (planned / best: the plan's time over the fastest one's); "
               "inputs are multiples of 1/16 whose sums are exact in fp32, so every result must equal the host's double "
@@ -281,43 +322,25 @@ void segmented_table(pk::stream& s) {
   std::printf("| segment lengths | segments | pk us | CUB us | CUB/pk | pk GB/s | %% of copy | plan | planned / best | candidates (us) |\n"
               "|---|---|---|---|---|---|---|---|---|---|\n");
   for (std::int64_t len : {std::int64_t{64}, std::int64_t{256}, std::int64_t{4096}, std::int64_t{65536}, std::int64_t{1} << 20, std::int64_t{0}}) {
-    const std::vector<std::int64_t> h = segment_offsets(total, len);
-    const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
-    CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    const std::int64_t segs = si.segments_of(len);
     const pk::archdb::plan plan = pk::reduction::plan_segmented_reduce(s.device(), segs, pk::reduction::segmented_assumed_len, 4);
-    const auto check = [&](const char* who) {
-      std::vector<float> got(static_cast<std::size_t>(segs));
-      CK(cudaMemcpy(got.data(), out, segs * 4, cudaMemcpyDeviceToHost));
-      for (std::int64_t i = 0; i < segs; ++i) {
-        double want = 0;
-        for (std::int64_t j = h[i]; j < h[i + 1]; ++j) want += hin[static_cast<std::size_t>(j)];
-        if (static_cast<double>(got[i]) != want) {
-          std::fprintf(stderr, "segmented sum (%s): segment %lld: got %g want %g\n", who, static_cast<long long>(i), got[i], want);
-          std::exit(1);
-        }
-      }
-    };
     const double pk_us =
-        time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out)); });
-    check("plan");
+        time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, si.in, segs, si.off, si.out)); });
+    si.check("plan");
     std::string cands;
     double best = pk_us;
     for (const auto& c : plan.all) {
       pk::reduce_options o;
       o.policy = c.name.c_str();
-      const double us = time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out, o)); });
-      check(c.name.c_str());
+      const double us = time_us([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, si.in, segs, si.off, si.out, o)); });
+      si.check(c.name.c_str());
       best = std::min(best, us);
       char buf[96];
       std::snprintf(buf, sizeof buf, "%s%s %.1f", cands.empty() ? "" : ", ", c.name.c_str(), us);
       cands += buf;
     }
-    std::size_t b = tb;
-    const double cub_us = time_us([&] {
-      CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out),
-                                         static_cast<int>(segs), off, off + 1));
-    });
-    const double gbps = total * 4.0 / pk_us / 1e3;
+    const double cub_us = time_us([&] { si.cub_sum(); });
+    const double gbps = si.total * 4.0 / pk_us / 1e3;
     const std::string what = len > 0 ? std::to_string(len) : std::string("power-law (64 .. 2^20, exponent 1.2)");
     std::printf("| %s | %lld | %.1f | %.1f | %.2fx | %.0f | %.0f%% | %s | %.2f | %s |\n", what.c_str(),
                 static_cast<long long>(segs), pk_us, cub_us, cub_us / pk_us, gbps, 100.0 * gbps / copy_gbps,
@@ -332,9 +355,7 @@ void segmented_table(pk::stream& s) {
   for (std::size_t i = 0; i < pk::reduction::split_candidates.size(); ++i) std::printf("---|");
   std::printf("\n");
   for (std::int64_t len : {std::int64_t{256}, std::int64_t{65536}}) {
-    const std::vector<std::int64_t> h = segment_offsets(total, len);
-    const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
-    CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    const std::int64_t segs = si.segments_of(len);
     // One table row: `op` on `type`, every split candidate forced by name.
     const auto row = [&](const char* what, pk::reduce_op op, dtype type) {
       std::printf("| %s | %lld |", what, static_cast<long long>(len));
@@ -342,7 +363,7 @@ void segmented_table(pk::stream& s) {
         const std::string name = pk::reduction::name_of(p);
         pk::reduce_options o;
         o.policy = name.c_str();
-        std::printf(" %.1f |", time_us([&] { PK(pk::segmented_reduce(s, op, type, in, segs, off, out, o)); }));
+        std::printf(" %.1f |", time_us([&] { PK(pk::segmented_reduce(s, op, type, si.in, segs, si.off, si.out, o)); }));
       }
       std::printf("\n");
     };
@@ -354,10 +375,6 @@ void segmented_table(pk::stream& s) {
     row("sum (bf16)", pk::reduce_op::sum, dtype::bf16);
   }
   std::printf("\n");
-  CK(cudaFree(in));
-  CK(cudaFree(out));
-  CK(cudaFree(off));
-  CK(cudaFree(cub_tmp));
 }
 
 // Where the time of a small sum goes: one call event-timed on its own (what the tables report), the GPU
@@ -543,45 +560,20 @@ void rows_table(pk::stream& s, bool quick) {
 // One call of every segmented candidate and of CUB on uniform segments of `len` f32 elements (2^26 in all), each
 // result checked: a short, fixed sequence of launches for a profiler (`--segmented-once LEN` under ncu).
 void segmented_once(pk::stream& s, std::int64_t len) {
-  using pk::reduction::dtype;
-  const std::int64_t total = std::int64_t{1} << 26;
-  const std::vector<std::int64_t> h = segment_offsets(total, len);
-  const std::int64_t segs = static_cast<std::int64_t>(h.size()) - 1;
-  void *in, *out, *cub_tmp;
-  std::int64_t* off;
-  CK(cudaMalloc(&in, total * 4));
-  CK(cudaMalloc(&out, segs * 4));
-  CK(cudaMalloc(&off, h.size() * 8));
-  std::vector<float> hin(static_cast<std::size_t>(total), 1.0f / 16);  // every sum exact in fp32
-  CK(cudaMemcpy(in, hin.data(), total * 4, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(off, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
-  std::size_t tb = 1 << 24;
-  CK(cudaMalloc(&cub_tmp, tb));
-  const auto check = [&](const char* who) {
-    std::vector<float> got(static_cast<std::size_t>(segs));
-    CK(cudaMemcpy(got.data(), out, segs * 4, cudaMemcpyDeviceToHost));
-    for (std::int64_t i = 0; i < segs; ++i)
-      if (static_cast<double>(got[static_cast<std::size_t>(i)]) != static_cast<double>(h[i + 1] - h[i]) / 16) {
-        std::fprintf(stderr, "segmented sum (%s): segment %lld wrong\n", who, static_cast<long long>(i));
-        std::exit(1);
-      }
-    std::printf("%s: ok\n", who);
-  };
+  segmented_input si;
+  const std::int64_t segs = si.segments_of(len);
   const pk::archdb::plan plan = pk::reduction::plan_segmented_reduce(s.device(), segs, pk::reduction::segmented_assumed_len, 4);
   for (const auto& c : plan.all) {
     if (!c.fits) continue;
     pk::reduce_options o;
     o.policy = c.name.c_str();
-    PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, in, segs, off, out, o));
-    check(c.name.c_str());
+    PK(pk::segmented_reduce(s, pk::reduce_op::sum, pk::reduction::dtype::f32, si.in, segs, si.off, si.out, o));
+    si.check(c.name.c_str());
+    std::printf("%s: ok\n", c.name.c_str());
   }
-  CK(cub::DeviceSegmentedReduce::Sum(cub_tmp, tb, static_cast<const float*>(in), static_cast<float*>(out),
-                                     static_cast<int>(segs), off, off + 1));
-  check("cub");
-  CK(cudaFree(in));
-  CK(cudaFree(out));
-  CK(cudaFree(off));
-  CK(cudaFree(cub_tmp));
+  si.cub_sum();
+  si.check("cub");
+  std::printf("cub: ok\n");
 }
 
 }  // namespace
