@@ -185,6 +185,10 @@ TEST_P(ReduceSegmented, EvenSplitChunksOfSeveralTiles) {
   const std::string name = reduction::name_of(p);
   check_segmented<float>(s, reduce_op::sum, sd, name, lengths);
   check_segmented<float>(s, reduce_op::argmax, sd, name, lengths);
+  // Segments of one tile each, on the tiles (offsets from 0): every segment ends at its tile's last element.
+  const std::vector<std::int64_t> tiles(static_cast<std::size_t>(total / E), E);
+  check_segmented<float>(s, reduce_op::sum, sd, name, tiles, 0);
+  check_segmented<float>(s, reduce_op::argmin, sd, name, tiles, 0);
 }
 
 // Offsets that break the non-decreasing rule give unspecified values (the caller's error) but must leave

@@ -32,7 +32,6 @@
 #include <pk/reduction/detail/reduce_agent.hpp>
 
 #include <cstdint>
-#include <type_traits>
 
 PK_DETAIL_TARGET_BEGIN
 namespace impl {
@@ -170,30 +169,26 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     };
     // One call site for each of the heavy steps of the general path (the loads, the fold, the search, a
     // piece's publication): with an arg op every call site inlines hundreds of instructions per element vector.
-    // The tiles inside one segment of a value reduction have a second, lean one.
+    // A tile inside the chunk has a second, lean load: 8 vector loads at constant offsets, one bounds test a
+    // tile. Where the open segment covers such a tile whole (it may end at the tile's end: segments of 4096
+    // elements on tiles of 4096), a value reduction folds it without positions, in the general fold's order
+    // (same results). The general path's per-vector bounds and range tests cost about 250 instructions a warp
+    // per tile on top of the 40 the lean path issues, and the next tile's loads wait for them (H100, 2^26 f32
+    // in segments of 65536: 20.4M instructions, DRAM at 80% of its peak,
+    // bench/results/reduction-h100-2026-12-06b.md). Every op takes it, argmin/argmax included: ptxas (sm_90a)
+    // gives every instance 88-96 registers and no spills.
     for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
       const std::int64_t tb = origin + ti * E;
-      // A tile inside the chunk and strictly inside the open segment (which goes on past it): loads without
-      // bounds and a fold without positions, in the general path's order (same results). The general path's
-      // per-vector bounds and range tests cost about 250 instructions a warp per tile on top of the 40 this
-      // one issues; the next tile's loads wait for them (H100, 2^26 f32 in segments of 65536: 20.4M
-      // instructions, DRAM at 80% of its peak, bench/results/reduction-h100-2026-12-06b.md). Value
-      // reductions only: argmin/argmax fold (value, index) pairs, and with a second copy of that fold ptxas
-      // (sm_90a) spilled more for the integer types (i32 100 -> 160 B, i64 0 -> 152 B); not timed on a GPU.
-      if constexpr (std::is_same_v<Load, reduction::ops::value_load<Acc>>) {
-        if (ti != tile_first && tb >= c0 && tb + E <= c1 && cb <= tb && nb > tb + E) {
-          const T* const p = in + tb + std::int64_t{t} * V;
+      const bool inner = tb >= c0 && tb + E <= c1;  // so inside [base, end) too
+      // The first tile's loads are in flight during the search.
+      if (inner) {
+        const T* const p = in + tb + std::int64_t{t} * V;
   #pragma unroll
-          for (int u = 0; u < U; ++u) x[u] = load_vec<V>(p + std::int64_t{u} * B * V);
-  #pragma unroll
-          for (int u = 0; u < U; ++u)
-  #pragma unroll
-            for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], tb + (std::int64_t{u} * B + t) * V + e - cb));
-          continue;
-        }
+        for (int u = 0; u < U; ++u) x[u] = load_vec<V>(p + std::int64_t{u} * B * V);
+      } else {
+        load_tile(x, tb);
       }
       const std::int64_t t0 = tb > c0 ? tb : c0, t1 = tb + E < c1 ? tb + E : c1;
-      load_tile(x, tb);  // the first tile's loads are in flight during the search
       if (ti == tile_first) {
         // The segment holding c0: the last s with offsets[s] <= c0 (block 0 starts at segment 0, so that
         // leading empty segments are its own).
@@ -215,7 +210,14 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
       // runs past it are finished, and that one becomes the open segment, whose part is folded in the next
       // round (which then leaves: its end is past the tile).
       for (;;) {
-        acc = fold(x, tb, acc, cb > t0 ? cb : t0, nb < t1 ? nb : t1, cb);
+        if (inner && cb <= tb && nb >= t1) {  // the open segment covers the tile (its end may be the tile's)
+  #pragma unroll
+          for (int u = 0; u < U; ++u)
+  #pragma unroll
+            for (int e = 0; e < V; ++e) acc = op(acc, load(x[u][e], tb + (std::int64_t{u} * B + t) * V + e - cb));
+        } else {
+          acc = fold(x, tb, acc, cb > t0 ? cb : t0, nb < t1 ? nb : t1, cb);
+        }
         if (nb > t1) break;
   #pragma unroll
         for (int u = 0; u < U; ++u) tile[u * B + t] = x[u];
