@@ -3,6 +3,7 @@
 
 #include <pk/portable/block.hpp>
 #include <pk/portable/launch.hpp>
+#include <pk/portable/math.hpp>
 #include <pk/portable/memory.hpp>
 
 PK_DETAIL_TARGET_BEGIN
@@ -102,6 +103,11 @@ PK_KERNEL void block_kernel(dialect_op op, int arg, const std::int64_t* in, std:
       break;
     }
     case dialect_op::warp_size: out[g] = warp_size; break;
+    case dialect_op::exp2_poly: {
+      const float x = ::pk::detail::bit_cast<float>(static_cast<std::uint32_t>(in[g]));
+      out[g] = ::pk::detail::bit_cast<std::uint32_t>(exp2_poly(x));
+      break;
+    }
     default: out[g] = -1;
   }
 }

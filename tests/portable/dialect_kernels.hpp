@@ -26,6 +26,7 @@ enum class dialect_op : int {
   divergent_barrier, //!< planted: half of the block exits before a barrier (emulator only)
   split_barrier,     //!< planted: warps wait at two different barriers (emulator only)
   warp_size,         //!< out = the compile-time warp size
+  exp2_poly,         //!< out = the bits of exp2_poly(the float whose bits are in's low 32)
 };
 
 struct dialect_call {

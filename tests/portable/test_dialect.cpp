@@ -11,6 +11,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
 #define PK_DETAIL_DECLARE_RUN(t) \
   namespace pk::t::test_impl {   \
@@ -203,6 +207,49 @@ TEST_P(Dialect, SharedMemoryIsPerBlock) {
   const auto in = random_inputs(blocks * threads);
   const auto bad = run(s, dialect_op::shared_isolation, 0, 0, blocks, threads, in);
   for (std::size_t g = 0; g < bad.size(); ++g) ASSERT_EQ(bad[g], 0) << "block saw another block's shared memory at " << g;
+}
+
+// exp2_poly (math.hpp: 2^x on the FMA units) against exp2 in double: within 2^-17 relative where the result is
+// a normal float (its measured maximum is 2^-18.07), exact at integers, 0 for x < -126.5 and -inf (a masked
+// score's probability), NaN for NaN of any payload. Inputs: every 4099th float bit pattern in [-140, 10]
+// (both signs of the range's floats, about 50000), the integers -140 .. 10 and their halves' neighbours.
+TEST_P(Dialect, Exp2OnTheFmaUnitsWithinItsBound) {
+  PK_TEST_STREAM(GetParam(), s);
+  std::vector<float> xs;
+  for (std::uint32_t b = 0; b < 0xffffffffu - 4099; b += 4099) {
+    const float x = std::bit_cast<float>(b);
+    if (x >= -140.0f && x <= 10.0f) xs.push_back(x);
+  }
+  for (int k = -140; k <= 10; ++k)
+    for (float x : {static_cast<float>(k), k + 0.5f, std::nextafter(k + 0.5f, -1e9f), std::nextafter(k + 0.5f, 1e9f)})
+      xs.push_back(x);
+  xs.push_back(-std::numeric_limits<float>::infinity());
+  xs.push_back(std::numeric_limits<float>::quiet_NaN());
+  xs.push_back(std::bit_cast<float>(0x7fa00001u));  // a signalling NaN's payload
+  xs.push_back(std::bit_cast<float>(0xffc12345u));  // a negative NaN with a payload
+  constexpr unsigned threads = 256;
+  const std::size_t n = (xs.size() + threads - 1) / threads * threads;
+  std::vector<std::int64_t> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = std::bit_cast<std::uint32_t>(xs[i < xs.size() ? i : 0]);
+  const auto out = run(s, dialect_op::exp2_poly, 0, 0, static_cast<unsigned>(n / threads), threads, in);
+  ASSERT_EQ(out.size(), n);
+  int bad = 0;
+  for (std::size_t i = 0; i < xs.size() && bad < 10; ++i) {
+    const float x = xs[i];
+    ASSERT_LE(static_cast<std::uint64_t>(out[i]), 0xffffffffu) << "x = " << x << ": not written";
+    const float r = std::bit_cast<float>(static_cast<std::uint32_t>(out[i]));
+    const double ref = std::exp2(static_cast<double>(x));
+    bool ok;
+    if (std::isnan(x)) ok = std::isnan(r);
+    else if (x < -126.5f) ok = r == 0.0f;
+    else if (x == std::floor(x)) ok = static_cast<double>(r) == ref;
+    else if (ref < 0x1p-126) ok = std::fabs(r - ref) <= 0x1p-143 + 0x1p-149;  // a subnormal result: 2^-17 of 2^-126
+    else ok = std::fabs(r - ref) <= 0x1p-17 * ref;
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << "exp2_poly(" << x << ") = " << r << ", exp2 = " << ref << " (" << s.describe() << ")";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Dialect, ::testing::ValuesIn(all_backends()), param_name);
