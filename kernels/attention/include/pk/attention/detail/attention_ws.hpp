@@ -74,10 +74,13 @@ template <int D>
 inline constexpr int rescale_slack = D >= 256 ? 8 : 0;
 
 //! Every how many of a tile's exponentials the softmax computes on the FMA units (exp2_poly; 0: none) at head
-//! dimension D: at 64 a tile's exponentials take about as long on the exp2 unit as its two products on the
-//! tensor cores (the planner's model: 0.90 against 1.08 us a 192 x 128 tile on the H200).
+//! dimension D. The candidate is head_dim 64, where a tile's exponentials take about as long on the exp2 unit
+//! (16 a clock per SM) as its two products on the tensor cores (the planner's model: 0.90 against 1.08 us a
+//! 192 x 128 tile on the H200), and the measured time per tile is close to their sum: every 4th to 6th on the
+//! FMA units should shorten the softmax by 12-19% (issue slots against the exp2 unit's clocks). Off until it
+//! is measured: the A/B builds (every 4th, 5th, 6th, 8th at 64) have not run on a GPU.
 template <int D>
-inline constexpr int exp2_emulated_every = D == 64 ? 4 : 0;
+inline constexpr int exp2_emulated_every = 0;
 
 //! Named barriers (id 0 is the block barrier; 16 per block): where the consumer warpgroups meet, and the
 //! turn of consumer warpgroup c in the ping-pong (ids 2-3: only 2 consumer warpgroups ping-pong).
