@@ -109,14 +109,18 @@ TEST_P(ReduceSegmented, EveryOpEveryTypeEveryPolicy) {
   segmented_all_ops<std::uint8_t>(s, sd);
 }
 
-// The even split's boundaries, in units of its tile (E elements of T): segments ending on a tile's last
-// element, one past it and one before it, a segment over several tiles (so several chunks: each chunk is
-// a tile at this size), runs of empty segments, many of 1-3 elements (a thread each) and of 33-100 (a
+// The even split's boundaries, in units of its tile (E elements of T): segments that begin inside a tile
+// after another ends there and end one past the tile's last element or on it, segments ending on a tile's
+// last element, one past it and one before it, a segment over several tiles (so several chunks: each chunk
+// is a tile at this size), runs of empty segments, many of 1-3 elements (a thread each) and of 33-100 (a
 // group each) inside one tile, and power-law lengths (Pareto, exponent 1.2, 8 to 4E elements).
 template <class T>
 std::vector<std::int64_t> split_lengths(const reduction::split_policy& p, std::uint64_t sd, std::int64_t first) {
   const std::int64_t E = reduction::split_tile_elems(p, sizeof(T));
-  std::vector<std::int64_t> l = {E - first, 1, E - 2, E, E + 1, 0, 0, 3 * E + 5, 0};
+  // The segments, with tiles on the 16-byte grid of an aligned input starting at 0 (8-byte elements with
+  // first = 3: at 2, which shifts these cases by 2): [first, E - 2), [E - 2, E + 1), [E + 1, 2E - 2),
+  // [2E - 2, 2E), [2E, 3E), [3E, 3E + 1), [3E + 1, 4E - 1), [4E - 1, 5E - 1), [5E - 1, 6E), ...
+  std::vector<std::int64_t> l = {E - 2 - first, 3, E - 3, 2, E, 1, E - 2, E, E + 1, 0, 0, 3 * E + 5, 0};
   std::mt19937_64 rng(sd ^ 0x5eed);
   std::uniform_int_distribution<std::int64_t> tiny(0, 3), small(33, 100);
   for (int i = 0; i < 300; ++i) l.push_back(tiny(rng));

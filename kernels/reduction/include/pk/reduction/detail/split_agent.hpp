@@ -243,11 +243,16 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
             block::sync();
           }
           const int j0 = static_cast<int>(s0 - w0);
-          // cnt: entries of win[j0 .. B] at or before t1 (a prefix: the offsets do not decrease), >= 1.
+          // cnt: entries of win[j0 .. B] at or before t1 (a prefix: the offsets do not decrease), >= 1. The
+          // first probe is the next entry: where segments are longer than a tile, the segment starting in this
+          // one ends past it, and one shared load replaces the search's log2(B) dependent ones.
           int lo = j0 + 1, hi = B + 1;
-          while (lo < hi) {
-            const int mid = (lo + hi) / 2;
-            if (win[mid] <= t1) lo = mid + 1; else hi = mid;
+          if (win[lo] <= t1) {
+            ++lo;
+            while (lo < hi) {
+              const int mid = (lo + hi) / 2;
+              if (win[mid] <= t1) lo = mid + 1; else hi = mid;
+            }
           }
           const int cnt = lo - j0;
           const int nfin = cnt - 1;  // segments s0 .. s0 + nfin - 1 end in this tile
