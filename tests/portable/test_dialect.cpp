@@ -211,8 +211,8 @@ TEST_P(Dialect, SharedMemoryIsPerBlock) {
 
 // exp2_poly (math.hpp: 2^x on the FMA units) against exp2 in double: within 2^-17 relative where the result is
 // a normal float (its measured maximum is 2^-18.07), exact at integers, 0 for x < -126.5 and -inf (a masked
-// score's probability), NaN for NaN of any payload. Inputs: every 4099th float bit pattern in [-140, 10]
-// (both signs of the range's floats, about 50000), the integers -140 .. 10 and their halves' neighbours.
+// score's probability), NaN for NaN of any payload. Inputs: every 4099th float bit pattern that lies in
+// [-140, 10] (540980 of them, both signs), the integers -140 .. 10, their halves and the halves' neighbours.
 TEST_P(Dialect, Exp2OnTheFmaUnitsWithinItsBound) {
   PK_TEST_STREAM(GetParam(), s);
   std::vector<float> xs;

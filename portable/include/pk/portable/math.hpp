@@ -1,5 +1,6 @@
 // Fast transcendental functions for kernels that tolerate a few ulps (softmax probabilities rounded to
-// 16 bits afterwards): the hardware's approximate instructions on GPUs, the C library on the host.
+// 16 bits afterwards): the hardware's approximate instructions on GPUs, the C library on the host; and
+// exp2_poly, the same float arithmetic on every target.
 #pragma once
 #include <pk/portable/numeric.hpp>
 #include <pk/portable/target.hpp>

@@ -171,7 +171,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     // piece's publication): with an arg op every call site inlines hundreds of instructions per element vector.
     // A tile inside the chunk has a second, lean load: 8 vector loads at constant offsets, one bounds test a
     // tile. Where the open segment covers such a tile whole (it may end at the tile's end: segments of 4096
-    // elements on tiles of 4096), a value reduction folds it without positions, in the general fold's order
+    // elements on tiles of 4096), it is folded without positions, in the general fold's order
     // (same results). The general path's per-vector bounds and range tests cost about 250 instructions a warp
     // per tile on top of the 40 the lean path issues, and the next tile's loads wait for them (H100, 2^26 f32
     // in segments of 65536: 20.4M instructions, DRAM at 80% of its peak,
