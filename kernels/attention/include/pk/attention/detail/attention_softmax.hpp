@@ -92,13 +92,9 @@ struct online_softmax {
   //! skips O's multiplications; conditional rescaling, research/HOPPER_ATTENTION.md on FlashAttention-4).
   //! O / l and the LSE are the same function of the scores for any Slack: l and O share the stale m. With
   //! Slack 8, P stays within 256 (finite in fp16 and bf16), and the rounding of P, l and O is relative.
-  //! Emulated (> 0): every Emulated-th value of the lane's P (in fragment and value order) is computed on the
-  //! FMA units (exp2_poly) instead of the exp2 unit, whose 16 results a clock per SM (sm_90) bound a tile's
-  //! softmax where the head dimension is small (research/HOPPER_ATTENTION.md on FlashAttention-4).
-  template <int Slack = 0, int Emulated = 0, class Frag, int NS>
+  template <int Slack = 0, class Frag, int NS>
   PK_DEVICE PK_FORCEINLINE void scores(Frag (&s)[MT][NS], float scale_log2, float (&corr)[MT][slots]) {
     static_assert(Slack >= 0 && Slack <= 8, "online_softmax::scores: P = exp2(S' - m) must stay within 2^8");
-    static_assert(Emulated >= 0, "online_softmax::scores: Emulated is a period (0: none)");
     float base[MT][slots], sum[MT][slots], factor[MT][slots];
     bool big[MT][slots];
     bool any_big = false;
@@ -148,8 +144,7 @@ struct online_softmax {
 #pragma unroll
         for (int e = 0; e < vals; ++e) {
           const int r = rows::slot(e);
-          const float arg = fmaf(s[i][j].v[e], factor[i][r], -base[i][r]);
-          const float pv = Emulated > 0 && (j * vals + e) % Emulated == Emulated - 1 ? exp2_poly(arg) : exp2_fast(arg);
+          const float pv = exp2_fast(fmaf(s[i][j].v[e], factor[i][r], -base[i][r]));
           s[i][j].v[e] = pv;
           sum[i][r] += pv;
         }

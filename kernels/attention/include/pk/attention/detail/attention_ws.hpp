@@ -73,15 +73,6 @@ inline constexpr int consumer_regs = Consumers == 2 ? 240 : 160;
 template <int D>
 inline constexpr int rescale_slack = D >= 256 ? 8 : 0;
 
-//! Every how many of a tile's exponentials the softmax computes on the FMA units (exp2_poly; 0: none) at head
-//! dimension D. The candidate is head_dim 64, where a tile's exponentials take about as long on the exp2 unit
-//! (16 a clock per SM) as its two products on the tensor cores (the planner's model: 0.90 against 1.08 us a
-//! 192 x 128 tile on the H200), and the measured time per tile is close to their sum: every 4th to 6th on the
-//! FMA units should shorten the softmax by 12-19% (issue slots against the exp2 unit's clocks). Off until it
-//! is measured: the A/B builds (every 4th, 5th, 6th, 8th at 64) have not run on a GPU.
-template <int D>
-inline constexpr int exp2_emulated_every = 0;
-
 //! Named barriers (id 0 is the block barrier; 16 per block): where the consumer warpgroups meet, and the
 //! turn of consumer warpgroup c in the ping-pong (ids 2-3: only 2 consumer warpgroups ping-pong).
 inline constexpr int consumers_barrier = 1;
@@ -327,7 +318,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_MIN(128 * (1 + BM / 64), 1) void attn_fwd_ws_kernel(c
           const int n0 = (n_last - i) * BN;
           const attention::tile_mask mask = attention::tile_mask_of(br.m0, n0, br.sq, br.sk, p.window_left, p.window_right);
           if (mask.needs_mask<BM, BN>()) attn_ws::apply_mask(acc[0][0], mask, row0, t);
-          softmax.template scores<attn_ws::rescale_slack<D>, attn_ws::exp2_emulated_every<D>>(acc, p.scale_log2, corr);
+          softmax.template scores<attn_ws::rescale_slack<D>>(acc, p.scale_log2, corr);
         };
 
         if (n_tiles > 0) {
