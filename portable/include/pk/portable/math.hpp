@@ -46,8 +46,8 @@ PK_DEVICE PK_FORCEINLINE float exp2_fast(float x) {
 //! FMA and integer pipes. For x <= 127: exp2(-inf) = 0, x < -126.5 gives 0 (as exp2_fast flushes subnormal
 //! results), NaN stays NaN (the clamp's comparison is false for it, and the last step multiplies). Tested on
 //! every target against exp2 in double (tests/portable/test_dialect.cpp).
-//! No kernel uses it on sm_90: computing every 4th or 6th exponential of the warp-specialized attention's
-//! head_dim 64 softmax with it made the kernel 3-12% slower on an H100 (its softmax is bound by issue slots, not
+//! No kernel uses it: computing every 4th or 6th exponential of the warp-specialized attention's head_dim 64
+//! softmax with it made the kernel 2-13% slower on an H100 (its softmax is bound by issue slots, not
 //! by the exp2 unit; bench/results/attention-h100-2026-12-07.md). It is the form FlashAttention-4 uses where the
 //! exp2 unit does bind (Blackwell, research/HOPPER_ATTENTION.md).
 PK_HOST_DEVICE PK_FORCEINLINE float exp2_poly(float x) {
