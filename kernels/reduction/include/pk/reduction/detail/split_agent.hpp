@@ -173,10 +173,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     // tile. Where the open segment covers such a tile whole (it may end at the tile's end: segments of 4096
     // elements on tiles of 4096), it is folded without positions, in the general fold's order
     // (same results). The general path's per-vector bounds and range tests cost about 250 instructions a warp
-    // per tile on top of the 40 the lean path issues, and the next tile's loads wait for them (H100, 2^26 f32
-    // in segments of 65536: 20.4M instructions, DRAM at 80% of its peak,
-    // bench/results/reduction-h100-2026-12-06b.md). Every op takes it, argmin/argmax included: ptxas (sm_90a)
-    // gives every instance 88-96 registers and no spills.
+    // per tile on top of the 40 the lean path issues. H100, 2^26 elements in segments of 65536: the lean tile
+    // halved the f32 sum's instructions (20.4 M -> 9.95 M) at the same time (85% of copy either way: its
+    // instructions are not what bounds it), and made the bf16 sum 19% and argmin/argmax 10% faster
+    // (bench/results/reduction-h100-2026-12-07.md). Every op takes it, argmin/argmax included: ptxas (sm_90a)
+    // gives every instance 88-96 registers, spilling none but the u8 argmin/argmax (4 B, as before it).
     for (std::int64_t ti = tile_first; ti < tile_last; ++ti) {
       const std::int64_t tb = origin + ti * E;
       const bool inner = tb >= c0 && tb + E <= c1;  // so inside [base, end) too
