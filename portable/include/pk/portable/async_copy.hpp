@@ -38,13 +38,15 @@ PK_DEVICE PK_FORCEINLINE void async_copy_commit() {
 }
 
 //! Waits until at most `Pending` of this lane's committed groups are still in flight (the oldest complete
-//! first): a pipeline of Pending + 1 stages waits for its oldest stage only. A block::sync must follow before
-//! other lanes read the data. Without asynchronous copies every copy has completed already.
+//! first): a pipeline of Pending + 1 stages waits for its oldest stage only. The lane may then read what it
+//! copied itself; a block::sync must follow before other lanes read the data. Without asynchronous copies
+//! every copy has completed already. (The waits are compiler barriers: shared-memory reads are not moved
+//! above them.)
 template <int Pending>
 PK_DEVICE PK_FORCEINLINE void async_copy_wait_pending() {
   static_assert(Pending >= 0 && Pending <= 7, "cp.async.wait_group takes 0..7");
 #if defined(PK_DETAIL_BACKEND_CUDA)
-  if constexpr (arch_has_async_copy) asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+  if constexpr (arch_has_async_copy) asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
 }
 
@@ -52,7 +54,7 @@ PK_DEVICE PK_FORCEINLINE void async_copy_wait_pending() {
 //! lanes read the data).
 PK_DEVICE PK_FORCEINLINE void async_copy_wait_all() {
 #if defined(PK_DETAIL_BACKEND_CUDA)
-  if constexpr (arch_has_async_copy) asm volatile("cp.async.wait_all;\n" ::);
+  if constexpr (arch_has_async_copy) asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
 
