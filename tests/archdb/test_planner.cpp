@@ -121,6 +121,21 @@ TEST(Archdb_Planner, NothingFits) {
   EXPECT_EQ(ad::choose(dev("RTX 4090"), {}, nullptr).index, -1);
 }
 
+// Forcing and the tuning cache select by name: a repeated name would run the first candidate under the second's
+// name. The repeat is rejected with the reason, whatever its cost.
+TEST(Archdb_Planner, RepeatedNameDoesNotFit) {
+  const std::vector<ad::candidate> cs = {cand("a", 128, 32, 0), cand("b", 256, 32, 0), cand("a", 64, 32, 0)};
+  const auto p = ad::choose(dev("H100 SXM"), cs, [](const ad::candidate& c, const ad::occupancy_result&) {
+    return ad::cost_estimate{c.res.threads_per_block == 64 ? 1.0 : 2.0, ""};
+  });
+  ASSERT_EQ(p.all.size(), 3u);
+  EXPECT_EQ(p.index, 0);
+  EXPECT_TRUE(p.all[0].fits);
+  EXPECT_TRUE(p.all[1].fits);
+  EXPECT_FALSE(p.all[2].fits);
+  EXPECT_TRUE(contains(p.all[2].reason, "repeats an earlier candidate")) << p.all[2].reason;
+}
+
 TEST(Archdb_Planner, RooflineAndWaves) {
   const auto& h100 = dev("H100 SXM");  // 3,350 GB/s, 989.4 TFLOPS bf16
   EXPECT_NEAR(ad::roofline_us(h100, 3.35e9, 0, h100.peak_bf16_tflops), 1000.0, 1e-9);

@@ -78,7 +78,8 @@ using cost_function = std::function<cost_estimate(const candidate&, const occupa
 
 //! Picks the fitting candidate with the lowest predicted time (ties: the earlier candidate, so the
 //! family's default-first order decides). `why` names the device, the chosen candidate, its occupancy and
-//! limiter, the cost explanation, and every rejected or slower candidate with its reason.
+//! limiter, the cost explanation, and every rejected or slower candidate with its reason. A candidate whose
+//! name repeats an earlier one's does not fit (names are how plans are forced and cached).
 plan choose(const device_desc& d, std::span<const candidate> candidates, const cost_function& cost);
 
 //! Identity of a candidate list for tuning-cache keys: "<count>x<FNV-1a 64 of the names, hex>". A build
