@@ -3,9 +3,10 @@
 // Every number is the median of event-timed repetitions after warm-up, on random (never zero) data.
 // Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
 //
-//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows | --segmented-once LEN]
+//   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows | --stream-order | --segmented-once LEN]
 // --segmented: only the segmented tables and the breakdown of small sums (host enqueue against GPU time).
 // --rows: only the row operations' tables.
+// --stream-order: a plain sum's speed with chunked against grid-strided tiles (no pk kernel).
 #include <pk/reduction/norm.hpp>
 #include <pk/reduction/reduce.hpp>
 #include <pk/reduction/reduce_policy.hpp>
@@ -380,6 +381,51 @@ void segmented_table(pk::stream& s) {
 // Where the time of a small sum goes: one call event-timed on its own (what the tables report), the GPU
 // time per call of 200 calls enqueued back to back (events around all of them), and the host's time to
 // enqueue one call (wall clock over the 200 enqueues, no synchronisation inside).
+//! One call event-timed (time_us), the GPU time per call of `calls` calls enqueued back to back (the host's
+//! enqueue hidden behind the GPU's work where it is shorter), and the host's time to enqueue one.
+void call_breakdown(const std::function<void()>& f, int calls, double& one, double& gpu, double& host) {
+  one = time_us(f);
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  CK(cudaDeviceSynchronize());
+  CK(cudaEventRecord(a));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) f();
+  const auto t1 = std::chrono::steady_clock::now();
+  CK(cudaEventRecord(b));
+  CK(cudaEventSynchronize(b));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, a, b));
+  gpu = ms * 1000.0 / calls;
+  host = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+}
+
+//! The segmented sums where the kernels take about 100 us: one call event-timed (the segmented table's
+//! number, the host's enqueue before the launch included), back-to-back calls, and the host's enqueue, pk's plan
+//! against CUB's.
+void segmented_breakdown(pk::stream& s) {
+  using pk::reduction::dtype;
+  constexpr int calls = 50;
+  segmented_input si;
+  std::printf("### Segmented f32 sums of 2^26 elements: one call, back-to-back GPU time per call, host time to enqueue one (us)\n\n"
+              "| segment length | pk one | pk back-to-back | pk host enqueue | CUB one | CUB back-to-back | CUB host enqueue |\n"
+              "|---|---|---|---|---|---|---|\n");
+  for (std::int64_t len : {std::int64_t{4096}, std::int64_t{65536}}) {
+    const std::int64_t segs = si.segments_of(len);
+    double p1, pg, ph, c1, cg, ch;
+    call_breakdown([&] { PK(pk::segmented_reduce(s, pk::reduce_op::sum, dtype::f32, si.in, segs, si.off, si.out)); },
+                   calls, p1, pg, ph);
+    si.check("plan");
+    call_breakdown([&] { si.cub_sum(); }, calls, c1, cg, ch);
+    si.check("cub");
+    std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", static_cast<long long>(len), p1, pg, ph, c1, cg, ch);
+  }
+  std::printf("\n");
+}
+
 void small_breakdown(pk::stream& s) {
   using pk::reduction::dtype;
   constexpr int calls = 200;
@@ -391,36 +437,17 @@ void small_breakdown(pk::stream& s) {
   CK(cub::DeviceReduce::Sum(nullptr, tb, static_cast<const float*>(in), static_cast<float*>(out), nmax));
   CK(cudaMalloc(&cub_tmp, tb));
   fill(in, nmax, dtype::f32, 5);
-  const auto breakdown = [&](const std::function<void()>& f, double& one, double& gpu, double& host) {
-    one = time_us(f);
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaDeviceSynchronize());
-    CK(cudaEventRecord(a));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) f();
-    const auto t1 = std::chrono::steady_clock::now();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    gpu = ms * 1000.0 / calls;
-    host = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-  };
   std::printf("### Small f32 sums: one call, back-to-back GPU time per call, host time to enqueue one (us)\n\n"
               "| n | pk one | pk back-to-back | pk host enqueue | CUB one | CUB back-to-back | CUB host enqueue |\n"
               "|---|---|---|---|---|---|---|\n");
   for (int lg : {10, 16, 20}) {
     const std::int64_t n = std::int64_t{1} << lg;
     double p1, pg, ph, c1, cg, ch;
-    breakdown([&] { PK(pk::reduce(s, pk::reduce_op::sum, dtype::f32, in, n, out)); }, p1, pg, ph);
+    call_breakdown([&] { PK(pk::reduce(s, pk::reduce_op::sum, dtype::f32, in, n, out)); }, calls, p1, pg, ph);
     std::size_t b = tb;
-    breakdown(
+    call_breakdown(
         [&] { CK(cub::DeviceReduce::Sum(cub_tmp, b, static_cast<const float*>(in), static_cast<float*>(out), n)); },
-        c1, cg, ch);
+        calls, c1, cg, ch);
     std::printf("| 2^%d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", lg, p1, pg, ph, c1, cg, ch);
   }
   std::printf("\n");
@@ -576,6 +603,70 @@ void segmented_once(pk::stream& s, std::int64_t len) {
   std::printf("cub: ok\n");
 }
 
+// --stream-order: how the order in which blocks take their tiles bounds a read-only stream, pk's kernels aside. A
+// plain f32 sum of 2^26 elements (tiles of B x U float4, one partial a warp by atomicAdd), each block either a
+// contiguous chunk of tiles (the segmented split's order: `grid` streams far apart) or every grid-th tile (the
+// device-wide sum's order: the blocks' tiles in flight are neighbours). The grid is blocks_per_sm x SMs (resident
+// at once), so that the split's 5 blocks of 128 threads a SM can be compared with more and fewer streams.
+template <int B, int U, bool Chunked>
+__global__ void __launch_bounds__(B) stream_order_kernel(const float4* in, std::int64_t ntiles, float* out) {
+  const std::int64_t grid = gridDim.x, k = blockIdx.x;
+  const std::int64_t per = (ntiles + grid - 1) / grid;
+  const std::int64_t first = Chunked ? k * per : k, step = Chunked ? 1 : grid;
+  const std::int64_t last = Chunked ? (first + per < ntiles ? first + per : ntiles) : ntiles;
+  float acc = 0.0f;
+  for (std::int64_t ti = first; ti < last; ti += step) {
+    const float4* p = in + ti * (B * U) + threadIdx.x;
+    float4 x[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) x[u] = p[u * B];
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc += (x[u].x + x[u].y) + (x[u].z + x[u].w);
+  }
+  for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(out, acc);
+}
+
+template <int B, int U>
+void stream_order_row(const float4* in, std::int64_t nvec, float* out, int sms, int per_sm) {
+  const std::int64_t ntiles = nvec / (B * U);
+  const unsigned grid = static_cast<unsigned>(sms * per_sm);
+  int fit_c = 0, fit_s = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit_c, stream_order_kernel<B, U, true>, B, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit_s, stream_order_kernel<B, U, false>, B, 0));
+  if (per_sm > fit_c || per_sm > fit_s) {
+    std::printf("| %d x %d | %d | - | - | (%d blocks a SM fit) |\n", B, U, per_sm, fit_c < fit_s ? fit_c : fit_s);
+    return;
+  }
+  const double c = time_us([&] { stream_order_kernel<B, U, true><<<grid, B>>>(in, ntiles, out); });
+  const double g = time_us([&] { stream_order_kernel<B, U, false><<<grid, B>>>(in, ntiles, out); });
+  const double bytes = static_cast<double>(nvec) * 16;
+  std::printf("| %d x %d | %d | %.1f (%.0f%%) | %.1f (%.0f%%) | %.2f |\n", B, U, per_sm, c, 100.0 * bytes / c / 1e3 / copy_gbps,
+              g, 100.0 * bytes / g / 1e3 / copy_gbps, c / g);
+}
+
+void stream_order_table() {
+  const std::int64_t n = std::int64_t{1} << 26;
+  void* in = nullptr;
+  float* out = nullptr;
+  CK(cudaMalloc(&in, n * 4));
+  CK(cudaMalloc(&out, 4));
+  fill(in, n, pk::reduction::dtype::f32, 11);
+  int dev = 0, sms = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  std::printf("## Stream order: a plain f32 sum of 2^26 elements, chunked against grid-strided tiles\n\n"
+              "us (of the copy roofline); grid = blocks a SM x %d SMs\n\n"
+              "| threads x float4 | blocks a SM | chunked | grid-strided | chunked / strided |\n|---|---|---|---|---|\n", sms);
+  const std::int64_t nvec = n / 4;
+  const auto* v = static_cast<const float4*>(in);
+  for (int per_sm : {1, 2, 5, 8, 16}) stream_order_row<128, 8>(v, nvec, out, sms, per_sm);
+  for (int per_sm : {1, 2, 4}) stream_order_row<256, 8>(v, nvec, out, sms, per_sm);
+  for (int per_sm : {1, 2}) stream_order_row<1024, 4>(v, nvec, out, sms, per_sm);
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -588,6 +679,7 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const bool only_segmented = argc > 1 && std::strcmp(argv[1], "--segmented") == 0;
   const bool only_rows = argc > 1 && std::strcmp(argv[1], "--rows") == 0;
+  const bool only_order = argc > 1 && std::strcmp(argv[1], "--stream-order") == 0;
   if (quick) reps = 10;
   pk::stream s;
   PK(pk::stream::cuda(nullptr, 0, s));
@@ -596,8 +688,13 @@ int main(int argc, char** argv) {
   const pk::archdb::plan p = pk::reduction::plan_reduce(s.device(), std::int64_t{1} << 28, 4);
   std::printf("plan_reduce(2^28 f32): %s\n\n", p.why.c_str());
   measure_copy();
+  if (only_order) {
+    stream_order_table();
+    return 0;
+  }
   if (only_segmented) {
     segmented_table(s);
+    segmented_breakdown(s);
     small_breakdown(s);
     return 0;
   }
