@@ -21,12 +21,15 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-def time_ms(fn, reps, warmup=3):
+def time_ms(fn, reps, warmup=3, before=None):
+    """Median ms of `reps` event-timed calls of fn after `warmup` calls; `before` (untimed) runs before each."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
+        if before is not None:
+            before()
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         a.record()

@@ -18,8 +18,9 @@ time / pk time: > 1 means pk is faster); for fp8 rows the speed-up over the bf16
 Every row is checked before it is timed: pk's output and LSE on up to three sequences against a float64
 reference computed by torch from the same (dequantized) cache; a wrong row is printed and not timed.
 
-The L2 cache (60 MiB on an H200) is not flushed between the timed calls: rows whose K+V fit in it (marked)
-read partly from L2, so their rates can exceed HBM bandwidth. Each timed call is one host call, so host
+The L2 cache (60 MiB on an H200) is not flushed between the timed calls unless --flush-l2 is given: rows whose
+K+V fit in it (marked) then read partly from L2, so their rates can exceed HBM bandwidth. With --flush-l2 a
+buffer of twice the L2's size is written (untimed) before every timed call of pk and of the anchors. Each timed call is one host call, so host
 launch overhead (pk's validation and planning, SDPA's dispatch) is included where it exceeds the GPU time.
 
 --sweep-splits: for the rows above (and --pages, default 16) time pk at every forced split count
@@ -239,6 +240,13 @@ def check(shim, q, cache, ref, idx, num_splits=0):
 
 # ---- anchors ------------------------------------------------------------------------------------------------
 
+BEFORE = None  # --flush-l2: writes a buffer of twice the L2's size before each timed call
+
+
+def timed(fn, reps):
+    return time_ms(fn, reps, before=BEFORE)
+
+
 def copy_roofline(reps):
     """Bytes/s of a device-to-device copy of 1 GiB, counting read + write."""
     n = 1 << 30
@@ -259,7 +267,7 @@ def sdpa_anchor(backend, qt, kc, vc, reps):
             fn = lambda: F.scaled_dot_product_attention(qt, kc, vc, enable_gqa=True)  # noqa: E731
             o = fn()
             torch.cuda.synchronize()
-            return time_ms(fn, reps), "gqa", o
+            return timed(fn, reps), "gqa", o
     except (RuntimeError, TypeError) as e:
         why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     need = 2 * kc.numel() * kc.element_size() * g
@@ -273,7 +281,7 @@ def sdpa_anchor(backend, qt, kc, vc, reps):
             fn = lambda: F.scaled_dot_product_attention(qt, ke, ve)  # noqa: E731
             o = fn()
             torch.cuda.synchronize()
-            return time_ms(fn, reps), "expanded", o
+            return timed(fn, reps), "expanded", o
     except RuntimeError as e:
         log(f"#   {backend}: unavailable ({why}; expanded: {str(e).splitlines()[0] if str(e) else ''})")
         return float("nan"), "n/a", None
@@ -406,7 +414,7 @@ def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
                         print(f"{head} - | - | - | - | - | - | - | - | - | {splits} | WRONG: {msg} |", flush=True)
                         continue
                     out = torch.empty_like(q)
-                    us = time_ms(shim.decode_fn(q, out, cache), args.reps) * 1e3
+                    us = timed(shim.decode_fn(q, out, cache), args.reps) * 1e3
                 except PkError as e:
                     log(f"# FAILED {key}: {e}")
                     print(f"{head} - | - | - | - | - | - | - | - | - | - | pk error: {str(e).splitlines()[0]} |",
@@ -467,7 +475,7 @@ def run_sweep(args, shim, todo):
                             log(f"# WRONG {key} splits={s}: {msg}")
                             times[s] = "wrong"
                             continue
-                        times[s] = time_ms(shim.decode_fn(q, out, cache, num_splits=s), args.reps) * 1e3
+                        times[s] = timed(shim.decode_fn(q, out, cache, num_splits=s), args.reps) * 1e3
                     except PkError as e:
                         log(f"#   {key} splits={s}: {str(e).splitlines()[0]}")
                         times[s] = "error"
@@ -510,6 +518,8 @@ def main():
     ap.add_argument("--policy", default=None,
                     help="run this decode candidate instead of the plan's, by its name's tail (e.g. b16x64_t128)")
     ap.add_argument("--max-kv-gb", type=float, default=40.0, help="largest bf16 K+V of a row, GB (1e9 bytes)")
+    ap.add_argument("--flush-l2", action="store_true",
+                    help="write a buffer of twice the L2's size before every timed call (untimed): HBM rates")
     ap.add_argument("--svg", help="also write the grid's TB/s (pk, cuDNN, flash) as an SVG plot (bench/plot.py)")
     args = ap.parse_args()
     global FORCED_POLICY
@@ -532,6 +542,12 @@ def main():
     l2 = getattr(props, "L2_cache_size", 0) or 0
     print(f"# device: {props.name}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
           f"L2 {l2 / 2**20:.0f} MiB")
+    global BEFORE
+    flushed = "L2 not flushed"
+    if args.flush_l2:
+        junk = torch.empty(max(2 * l2, 1 << 27), dtype=torch.uint8, device=DEV)
+        BEFORE = junk.zero_
+        flushed = f"L2 flushed before each call (a {junk.numel() / 2**20:.0f} MiB write, untimed)"
     todo = cases(args)
     if not todo:
         log("# no rows selected")
@@ -539,15 +555,15 @@ def main():
     log(f"# {sum(len(c[4]) for c in todo)} rows in {len(todo)} shapes")
     if args.sweep_splits:
         print(f"# split sweep: head_dim {HEAD_DIM}, seqlen_q 1, median of {args.reps} event-timed calls after "
-              f"warm-up, L2 not flushed; every split count checked against a float64 reference before timing; "
+              f"warm-up, {flushed}; every split count checked against a float64 reference before timing; "
               f"'plan' = num_splits 0 (the planner's choice, its split count in parentheses)")
         run_sweep(args, shim, todo)
     else:
         copy_bw = copy_roofline(args.reps)
         print(f"# copy roofline: device-to-device copy of 1 GiB, {copy_bw / 1e9:.0f} GB/s counting read + write")
         print(f"# head_dim {HEAD_DIM}, seqlen_q 1, random shuffled page tables; times: median of {args.reps} "
-              f"event-timed calls after warm-up, L2 not flushed ('(L2)': K+V fit in the L2, rates partly from "
-              f"it); TB/s = K+V bytes attended / pk time; 'of copy' = that over the copy roofline; cudnn/flash: "
+              f"event-timed calls after warm-up, {flushed} ('(L2)': K+V fit in the L2; unflushed, rates partly "
+              f"from it); TB/s = K+V bytes attended / pk time; 'of copy' = that over the copy roofline; cudnn/flash: "
               f"SDPA on the contiguous bf16 cache [b, hkv, ctx, d] (gqa = enable_gqa=True, expanded = K/V "
               f"repeated to the query heads); 'pk vs X' = X's time / pk's (> 1: pk faster); fp8 rows: scales per "
               f"KV head, anchors on the bf16 cache; check = max |pk - float64 ref| / max |ref| on up to 3 "
