@@ -4,7 +4,8 @@
 // Prints markdown tables; bench/reduction/torch_bench.py measures PyTorch on the same shapes.
 //
 //   build/red-cuda/bench/reduction/pk_bench_reduce [--quick | --segmented | --rows | --stream-order | --segmented-once LEN]
-// --segmented: only the segmented tables and the breakdown of small sums (host enqueue against GPU time).
+// --segmented: only the segmented tables, and the breakdowns (host enqueue against GPU time) of the segmented
+// sums at 4096 and 65536 and of small sums.
 // --rows: only the row operations' tables.
 // --stream-order: a plain sum's speed with chunked against grid-strided tiles (no pk kernel).
 #include <pk/reduction/norm.hpp>
@@ -378,9 +379,6 @@ void segmented_table(pk::stream& s) {
   std::printf("\n");
 }
 
-// Where the time of a small sum goes: one call event-timed on its own (what the tables report), the GPU
-// time per call of 200 calls enqueued back to back (events around all of them), and the host's time to
-// enqueue one call (wall clock over the 200 enqueues, no synchronisation inside).
 //! One call event-timed (time_us), the GPU time per call of `calls` calls enqueued back to back (the host's
 //! enqueue hidden behind the GPU's work where it is shorter), and the host's time to enqueue one.
 void call_breakdown(const std::function<void()>& f, int calls, double& one, double& gpu, double& host) {
@@ -426,6 +424,9 @@ void segmented_breakdown(pk::stream& s) {
   std::printf("\n");
 }
 
+// Where the time of a small sum goes: one call event-timed on its own (what the tables report), the GPU
+// time per call of 200 calls enqueued back to back (events around all of them), and the host's time to
+// enqueue one call (wall clock over the 200 enqueues, no synchronisation inside).
 void small_breakdown(pk::stream& s) {
   using pk::reduction::dtype;
   constexpr int calls = 200;
@@ -607,7 +608,8 @@ void segmented_once(pk::stream& s, std::int64_t len) {
 // plain f32 sum of 2^26 elements (tiles of B x U float4, one partial a warp by atomicAdd), each block either a
 // contiguous chunk of tiles (the segmented split's order: `grid` streams far apart) or every grid-th tile (the
 // device-wide sum's order: the blocks' tiles in flight are neighbours). The grid is blocks_per_sm x SMs (resident
-// at once), so that the split's 5 blocks of 128 threads a SM can be compared with more and fewer streams.
+// at once), so that the split's 5 blocks of 128 threads a SM can be compared with more and fewer streams. The sum
+// is not checked: the kernel is there to time a read of the input.
 template <int B, int U, bool Chunked>
 __global__ void __launch_bounds__(B) stream_order_kernel(const float4* in, std::int64_t ntiles, float* out) {
   const std::int64_t grid = gridDim.x, k = blockIdx.x;
