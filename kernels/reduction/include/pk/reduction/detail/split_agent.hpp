@@ -75,7 +75,10 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   const int t = thread_rank();
   // The chunk's work; every block then counts itself done, and the last one clears the tickets (a no-op
   // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
-  // stream's counters non-zero for later calls).
+  // stream's counters non-zero for later calls). Measured (H100, 2^26 f32, a globaltimer stamp per block;
+  // bench/results/reduction-h100-2026-12-07c.md): the last block's clearing, grid + 1 stores by thread 0 in
+  // turn, ends the kernel 5.8-6.0 us after the other blocks at every segment length; the search for a block's
+  // first segment takes 4.5-5 us, and publishing the pieces after the tiles 5.3 us (median, 65536).
   const auto chunk_work = [&] {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
