@@ -90,8 +90,9 @@ plan choose(const device_desc& d, std::span<const candidate> cands, const cost_f
     // Candidates are forced and cached by name: a second one of the same name could never be run.
     const bool repeated = std::any_of(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(i),
                                       [&](const candidate& o) { return o.name == c.name; });
-    const fit_result f = repeated ? fit_result{false, "its name repeats an earlier candidate's (a forced or cached name runs the first)"}
-                                  : check_fit(d, c);
+    const fit_result f =
+        repeated ? fit_result{false, "its name repeats an earlier candidate's (a forced or cached name runs the first)"}
+                 : check_fit(d, c);
     e.fits = f.fits;
     if (!f.fits) {
       e.reason = f.reason;

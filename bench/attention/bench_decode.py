@@ -20,8 +20,9 @@ reference computed by torch from the same (dequantized) cache; a wrong row is pr
 
 The L2 cache (60 MiB on an H200) is not flushed between the timed calls unless --flush-l2 is given: rows whose
 K+V fit in it (marked) then read partly from L2, so their rates can exceed HBM bandwidth. With --flush-l2 a
-buffer of twice the L2's size is written (untimed) before every timed call of pk and of the anchors. Each timed call is one host call, so host
-launch overhead (pk's validation and planning, SDPA's dispatch) is included where it exceeds the GPU time.
+buffer of twice the L2's size (at least 128 MiB) is written, untimed, before every timed call of pk and of the
+anchors. Each timed call is one host call, so host launch overhead (pk's validation and planning, SDPA's
+dispatch) is included where it exceeds the GPU time.
 
 --sweep-splits: for the rows above (and --pages, default 16) time pk at every forced split count
 1, 2, 4, ..., 512 and the planner's own choice, and report the best against the plan (target: within 5%).
@@ -519,7 +520,8 @@ def main():
                     help="run this decode candidate instead of the plan's, by its name's tail (e.g. b16x64_t128)")
     ap.add_argument("--max-kv-gb", type=float, default=40.0, help="largest bf16 K+V of a row, GB (1e9 bytes)")
     ap.add_argument("--flush-l2", action="store_true",
-                    help="write a buffer of twice the L2's size before every timed call (untimed): HBM rates")
+                    help="write a buffer of twice the L2's size (at least 128 MiB) before every timed call, "
+                         "untimed: HBM rates")
     ap.add_argument("--svg", help="also write the grid's TB/s (pk, cuDNN, flash) as an SVG plot (bench/plot.py)")
     args = ap.parse_args()
     global FORCED_POLICY
