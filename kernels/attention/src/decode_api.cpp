@@ -389,7 +389,6 @@ status attention_decode(const stream& s, const decode_args& a) {
   PK_TRY(archdb::select_policy(*pl, a.policy, fn, index));
   const attention::family fam = attention::family_of(s.device().vendor_id);
   const attention::decode_policy& pol = attention::decode_candidates(fam, hd)[static_cast<std::size_t>(index)];
-  // The split count of the policy that runs (the plan's, or a forced one's), from the same model.
   // The split count of the policy that runs (the plan's, a tuned winner's or a forced one's): planned with it
   // and cached with the plan.
   const int splits = pl->all[static_cast<std::size_t>(index)].param;
