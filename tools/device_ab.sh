@@ -54,6 +54,7 @@ case $mode in
     ;;
   run)
     bundle=${1:?BUNDLE}
+    set -f  # the steps' arguments are split on spaces but never globbed (--gtest_filter=*/cuda)
     out=${OUT:-/tmp/pk-ab}; L=$out/ab; mkdir -p "$L"; t0=$SECONDS; cap=${CAP:-570}
     summary=()
     note() { summary+=("$*"); }
