@@ -14,6 +14,19 @@
 #       smaller than it: a second build of the same binaries costs little of the 64 MiB the device tool carries
 #       (docs/contributing.md). Larger binaries gain little: five sm_90a reduction binaries of 73 MB each (the
 #       emulator's targets left out) packed to 51.8 MB, against 54 MB with xz -6 -T2 (2026-12-07).
+#   tools/device_ab.sh variant SRC NAME REV [BASE]
+#       records variant NAME for `build`: REV's version of every file that differs between BASE (default HEAD)
+#       and REV (a commit or branch), under SRC/NAME/, the files REV deletes in SRC/NAME.deleted, and "NAME REV
+#       BASE" in SRC/VARIANTS (the order of the calls is the order the variants build and run in). The variants
+#       travel as sources (carry SRC, git-ignored, e.g. .gpu/src), a few KB where binaries are tens of MB.
+# There, building (carry SRC and .devdeps; the working tree carried is the base, at BASE):
+#   tools/device_ab.sh build SRC DIR BUILD_DIR TARGET...
+#       builds TARGET... (ninja targets: pk_bench_reduce pk_test_reduction ...) in BUILD_DIR (configured by
+#       tools/device_round.sh's build step when it has no build.ninja), packs them into DIR as variant "base"
+#       (benchmarks and the pk tool only: the base's tests ran when it landed), then, for each variant of
+#       SRC/VARIANTS in turn, lays its files over the tree, rebuilds (only what they touch), packs it (tests
+#       included) and puts the tree back; the build logs go to DIR/logs. DIR is then ready for `run DIR`, which
+#       returns those logs with its own.
 # There (carry DIR.tar.xz and call it from the repository root):
 #   AB_BENCH="pk_bench_reduce --segmented" AB_TESTS=pk_test_reduction GTEST_FILTER='*/cuda' \
 #   SAN_FILTER='*Segmented*/cuda' tools/device_ab.sh run DIR.tar.xz
@@ -28,7 +41,7 @@
 #   The logs go to $OUT/ab/ (device_round.sh's under $OUT/ab/<step>_<variant>/), packed into $OUT/ab.tar.xz (one
 #   file comes back more reliably than many); a short summary is printed last.
 set -u
-mode=${1:?"pack DIR NAME BUILD_DIR BINARY... | bundle DIR | run BUNDLE"}
+mode=${1:?"pack DIR NAME BUILD_DIR BINARY... | bundle DIR | variant SRC NAME REV [BASE] | build SRC DIR BUILD_DIR TARGET... | run BUNDLE|DIR"}
 shift
 
 case $mode in
@@ -42,8 +55,12 @@ case $mode in
       case $b in pk_test_*) sub=tests ;; pk_bench_*) sub=bench ;; pk) sub=tools/pk ;; *) sub=. ;; esac
       mkdir -p "$dir/$name/$sub" && cp "$f" "$dir/$name/$sub/$b" && strip "$dir/$name/$sub/$b"
     done
-    rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && rev="$rev+"
+    if [[ -n ${AB_REV:-} ]]; then
+      rev=$AB_REV  # `build` names the variant's commit (the GPU machine's tree has no git)
+    else
+      rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+      [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && rev="$rev+"
+    fi
     grep -v "^$name " "$dir/MANIFEST" 2>/dev/null > "$dir/MANIFEST.new"
     echo "$name $rev $*" >> "$dir/MANIFEST.new" && mv "$dir/MANIFEST.new" "$dir/MANIFEST"
     echo "packed $name ($rev): $*"
@@ -53,6 +70,78 @@ case $mode in
     [[ -f $dir/MANIFEST ]] || { echo "device_ab bundle: $dir has no MANIFEST (pack first)" >&2; exit 1; }
     tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -9e > "$dir.tar.xz"
     ls -l "$dir.tar.xz"
+    ;;
+  variant)
+    src=${1:?SRC}; name=${2:?NAME}; rev=${3:?REV}; base=${4:-HEAD}
+    [[ $name =~ ^[A-Za-z0-9_.-]+$ && $name != base ]] || { echo "device_ab variant: NAME '$name' must be letters, digits, _ . - (and not 'base')" >&2; exit 2; }
+    git rev-parse --verify -q "$rev^{commit}" > /dev/null || { echo "device_ab variant: no commit '$rev'" >&2; exit 1; }
+    rm -rf "${src:?}/$name" "$src/$name.deleted"
+    mkdir -p "$src/$name"
+    : > "$src/$name.deleted"
+    n=0
+    while IFS=$'\t' read -r st path; do
+      if [[ $st == D ]]; then
+        echo "$path" >> "$src/$name.deleted"
+      else
+        mkdir -p "$src/$name/$(dirname "$path")" && git show "$rev:$path" > "$src/$name/$path"
+      fi
+      n=$((n + 1))
+    done < <(git diff --no-renames --name-status "$base" "$rev")
+    grep -v "^$name " "$src/VARIANTS" 2>/dev/null > "$src/VARIANTS.new"
+    echo "$name $(git rev-parse --short "$rev") $(git rev-parse --short "$base")" >> "$src/VARIANTS.new" && mv "$src/VARIANTS.new" "$src/VARIANTS"
+    echo "variant $name: $n files of $rev over $base"
+    ;;
+  build)
+    src=${1:?SRC}; dir=${2:?DIR}; build=${3:?BUILD_DIR}; shift 3
+    (($# > 0)) || { echo "device_ab build: name the targets to build" >&2; exit 2; }
+    [[ -f $src/VARIANTS ]] || { echo "device_ab build: $src has no VARIANTS (record them with 'variant')" >&2; exit 1; }
+    self=$0; t0=$SECONDS; targets=("$@")
+    mkdir -p "$dir/logs"; rm -f "$dir/MANIFEST"
+    # Packs the targets that are executables (a library or module target is built, not packed).
+    pack_built() {
+      local name=$1 rev=$2 with_tests=$3 b bins=()
+      for b in "${targets[@]}"; do
+        [[ $b == pk_test_* && $with_tests == 0 ]] && continue
+        [[ -n $(find "$build" -type f -name "$b" -perm -u+x 2>/dev/null | head -1) ]] && bins+=("$b")
+      done
+      ((${#bins[@]} > 0)) && AB_REV=$rev "$self" pack "$dir" "$name" "$build" "${bins[@]}"
+    }
+    base_rev=$(awk 'NR == 1 {print $3}' "$src/VARIANTS")
+    if [[ -f $build/build.ninja ]]; then
+      ninja -C "$build" "${targets[@]}" > "$dir/logs/build_base.log" 2>&1
+    else
+      BUILD_TARGETS="${targets[*]}" OUT="$dir/logs/round_build" PACK=0 "$(dirname "$0")/device_round.sh" "$build" build > "$dir/logs/build_base.log" 2>&1 &&
+        grep -q 'build: rc=0 ' "$dir/logs/build_base.log"
+    fi
+    rc=$?
+    echo "build base ($base_rev): rc=$rc at $((SECONDS - t0)) s"
+    ((rc == 0)) && pack_built base "$base_rev" 0
+    while read -r name rev _; do
+      [[ -n $name ]] || continue
+      keep=$(mktemp -d)
+      # The variant's files over the tree (the originals kept), its deletions moved aside.
+      (cd "$src/$name" && find . -type f) | sed 's|^\./||' > "$keep/files"
+      while IFS= read -r f; do
+        [[ -e $f ]] && mkdir -p "$keep/orig/$(dirname "$f")" && cp "$f" "$keep/orig/$f"
+        mkdir -p "$(dirname "$f")" && cp "$src/$name/$f" "$f"
+      done < "$keep/files"
+      while IFS= read -r f; do
+        [[ -e $f ]] && mkdir -p "$keep/orig/$(dirname "$f")" && mv "$f" "$keep/orig/$f"
+      done < "$src/$name.deleted"
+      ninja -C "$build" "${targets[@]}" > "$dir/logs/build_$name.log" 2>&1
+      rc=$?
+      echo "build $name ($rev): rc=$rc at $((SECONDS - t0)) s"
+      ((rc == 0)) && pack_built "$name" "$rev" 1
+      # The tree back as it came: files the variant added removed, the originals restored with new times, so
+      # that ninja rebuilds what depends on them for the next variant (restored times would be older than the
+      # objects this variant built from its own files).
+      while IFS= read -r f; do [[ -e $keep/orig/$f ]] || rm -f "$f"; done < "$keep/files"
+      (cd "$keep/orig" 2>/dev/null && find . -type f) | sed 's|^\./||' | while IFS= read -r f; do
+        mkdir -p "$(dirname "$f")" && cp "$keep/orig/$f" "$f" && touch "$f"
+      done
+      rm -rf "$keep"
+    done < "$src/VARIANTS"
+    [[ -f $dir/MANIFEST ]] || { echo "device_ab build: nothing was packed" >&2; exit 1; }
     ;;
   run)
     bundle=${1:?BUNDLE}
@@ -69,10 +158,16 @@ case $mode in
       return $rc
     }
     work=$(mktemp -d)
-    tar -C "$work" -xJf "$bundle" || { echo "device_ab run: cannot unpack $bundle" >&2; exit 1; }
-    root=$(dirname "$(find "$work" -name MANIFEST | head -1)")
+    if [[ -d $bundle ]]; then
+      root=${bundle%/}
+    else
+      tar -C "$work" -xJf "$bundle" || { echo "device_ab run: cannot unpack $bundle" >&2; exit 1; }
+      root=$(dirname "$(find "$work" -name MANIFEST | head -1)")
+    fi
+    [[ -f $root/MANIFEST ]] || { echo "device_ab run: no MANIFEST in $bundle" >&2; exit 1; }
     mapfile -t variants < <(awk '{print $1}' "$root/MANIFEST")
     cp "$root/MANIFEST" "$L/"
+    [[ -d $root/logs ]] && cp -r "$root/logs" "$L/build_logs"  # `build`'s
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$L/gpu.txt" 2>&1
     note "gpu: $(cat "$L/gpu.txt")"
     note "variants (name commit binaries): $(tr '\n' ';' < "$root/MANIFEST")"
