@@ -15,10 +15,11 @@
 #       (docs/contributing.md). Larger binaries gain little: five sm_90a reduction binaries of 73 MB each (the
 #       emulator's targets left out) packed to 51.8 MB, against 54 MB with xz -6 -T2 (2026-12-07).
 #   tools/device_ab.sh variant SRC NAME REV [BASE]
-#       records variant NAME for `build`: REV's version of every file that differs between BASE (default HEAD)
-#       and REV (a commit or branch), under SRC/NAME/, the files REV deletes in SRC/NAME.deleted, and "NAME REV
-#       BASE" in SRC/VARIANTS (the order of the calls is the order the variants build and run in). The variants
-#       travel as sources (carry SRC, git-ignored, e.g. .gpu/src), a few KB where binaries are tens of MB.
+#       records variant NAME for `build`: REV's version of every file REV (a commit or branch) changed since it
+#       left BASE's history (BASE: default HEAD; refused when BASE has changed one of those files too: rebase
+#       REV), under SRC/NAME/, the files REV deleted in SRC/NAME.deleted, and "NAME REV BASE" in SRC/VARIANTS
+#       (the order of the calls is the order the variants build and run in). The variants travel as sources
+#       (carry SRC, git-ignored, e.g. .gpu/src), a few KB where binaries are tens of MB.
 # There, building (carry SRC and .devdeps; the working tree carried is the base, at BASE):
 #   tools/device_ab.sh build SRC DIR BUILD_DIR TARGET...
 #       builds TARGET... (ninja targets: pk_bench_reduce pk_test_reduction ...) in BUILD_DIR (configured by
@@ -75,6 +76,11 @@ case $mode in
     src=${1:?SRC}; name=${2:?NAME}; rev=${3:?REV}; base=${4:-HEAD}
     [[ $name =~ ^[A-Za-z0-9_.-]+$ && $name != base ]] || { echo "device_ab variant: NAME '$name' must be letters, digits, _ . - (and not 'base')" >&2; exit 2; }
     git rev-parse --verify -q "$rev^{commit}" > /dev/null || { echo "device_ab variant: no commit '$rev'" >&2; exit 1; }
+    # The variant's own changes (since it left BASE's history); a file BASE has changed since then too would be
+    # laid over BASE's newer version and revert it: rebase first.
+    mb=$(git merge-base "$base" "$rev") || { echo "device_ab variant: $rev and $base share no history" >&2; exit 1; }
+    both=$(comm -12 <(git diff --no-renames --name-only "$mb" "$rev" | sort) <(git diff --no-renames --name-only "$mb" "$base" | sort))
+    [[ -z $both ]] || { echo "device_ab variant: $base changed these files since $rev left it; rebase $rev on $base:" $both >&2; exit 1; }
     rm -rf "${src:?}/$name" "$src/$name.deleted"
     mkdir -p "$src/$name"
     : > "$src/$name.deleted"
@@ -86,7 +92,7 @@ case $mode in
         mkdir -p "$src/$name/$(dirname "$path")" && git show "$rev:$path" > "$src/$name/$path"
       fi
       n=$((n + 1))
-    done < <(git diff --no-renames --name-status "$base" "$rev")
+    done < <(git diff --no-renames --name-status "$mb" "$rev")
     grep -v "^$name " "$src/VARIANTS" 2>/dev/null > "$src/VARIANTS.new"
     echo "$name $(git rev-parse --short "$rev") $(git rev-parse --short "$base")" >> "$src/VARIANTS.new" && mv "$src/VARIANTS.new" "$src/VARIANTS"
     echo "variant $name: $n files of $rev over $base"
