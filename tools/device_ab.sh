@@ -15,19 +15,22 @@
 #       (docs/contributing.md). Larger binaries gain little: five sm_90a reduction binaries of 73 MB each (the
 #       emulator's targets left out) packed to 51.8 MB, against 54 MB with xz -6 -T2 (2026-12-07).
 #   tools/device_ab.sh variant SRC NAME REV [BASE]
-#       records variant NAME for `build`: REV's version of every file REV (a commit or branch) changed since it
-#       left BASE's history (BASE: default HEAD; refused when BASE has changed one of those files too: rebase
-#       REV), under SRC/NAME/, the files REV deleted in SRC/NAME.deleted, and "NAME REV BASE" in SRC/VARIANTS
-#       (the order of the calls is the order the variants build and run in). The variants travel as sources
-#       (carry SRC, git-ignored, e.g. .gpu/src), a few KB where binaries are tens of MB.
+#       records variant NAME for `build`: the files REV (a commit or branch) changed since it left BASE's history
+#       (BASE: default HEAD; refused when BASE has changed one of those files too: rebase REV) in SRC/NAME/files.tar
+#       (git archive: modes and links kept), the files it deleted in SRC/NAME/deleted, BASE's version of each
+#       (SRC/NAME/base.sha256, or SRC/NAME/base.absent where BASE has no such file), and "NAME REV BASE" in
+#       SRC/VARIANTS (the order of the calls is the order the variants build and run in). The variants travel as
+#       sources (carry SRC, git-ignored, e.g. .gpu/src), a few KB where binaries are tens of MB.
 # There, building (carry SRC and .devdeps; the working tree carried is the base, at BASE):
 #   tools/device_ab.sh build SRC DIR BUILD_DIR TARGET...
 #       builds TARGET... (ninja targets: pk_bench_reduce pk_test_reduction ...) in BUILD_DIR (configured by
 #       tools/device_round.sh's build step when it has no build.ninja), packs them into DIR as variant "base"
 #       (benchmarks and the pk tool only: the base's tests ran when it landed), then, for each variant of
-#       SRC/VARIANTS in turn, lays its files over the tree, rebuilds (only what they touch), packs it (tests
-#       included) and puts the tree back; the build logs go to DIR/logs. DIR is then ready for `run DIR`, which
-#       returns those logs with its own.
+#       SRC/VARIANTS in turn: checks that the tree is BASE where the variant changes it, makes its deletions, lays
+#       its files over the tree, rebuilds (only what they touch), packs it (tests included) and puts the tree back
+#       (also when the build fails or the script is stopped). The build logs go to DIR/logs, the variants that did
+#       not build or pack to DIR/FAILED (and the exit status is 1). DIR is then ready for `run DIR`, which returns
+#       those logs with its own and names the failed variants.
 # There (carry DIR.tar.xz and call it from the repository root):
 #   AB_BENCH="pk_bench_reduce --segmented" AB_TESTS=pk_test_reduction GTEST_FILTER='*/cuda' \
 #   SAN_FILTER='*Segmented*/cuda' tools/device_ab.sh run DIR.tar.xz
@@ -50,6 +53,7 @@ case $mode in
     dir=${1:?DIR}; name=${2:?NAME}; build=${3:?BUILD_DIR}; shift 3
     (($# > 0)) || { echo "device_ab pack: name the binaries to copy" >&2; exit 2; }
     [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "device_ab pack: NAME '$name' must be letters, digits, _ . -" >&2; exit 2; }
+    rm -rf "${dir:?}/$name"  # nothing of an earlier pack of the same name
     for b in "$@"; do
       f=$(find "$build" -type f -name "$b" -perm -u+x 2>/dev/null | head -1)
       [[ -n $f ]] || { echo "device_ab pack: no executable $b under $build" >&2; exit 1; }
@@ -62,7 +66,7 @@ case $mode in
       rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
       [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && rev="$rev+"
     fi
-    grep -v "^$name " "$dir/MANIFEST" 2>/dev/null > "$dir/MANIFEST.new"
+    awk -v n="$name" '$1 != n' "$dir/MANIFEST" 2>/dev/null > "$dir/MANIFEST.new"
     echo "$name $rev $*" >> "$dir/MANIFEST.new" && mv "$dir/MANIFEST.new" "$dir/MANIFEST"
     echo "packed $name ($rev): $*"
     ;;
@@ -76,33 +80,47 @@ case $mode in
     src=${1:?SRC}; name=${2:?NAME}; rev=${3:?REV}; base=${4:-HEAD}
     [[ $name =~ ^[A-Za-z0-9_.-]+$ && $name != base ]] || { echo "device_ab variant: NAME '$name' must be letters, digits, _ . - (and not 'base')" >&2; exit 2; }
     git rev-parse --verify -q "$rev^{commit}" > /dev/null || { echo "device_ab variant: no commit '$rev'" >&2; exit 1; }
+    git rev-parse --verify -q "$base^{commit}" > /dev/null || { echo "device_ab variant: no commit '$base'" >&2; exit 1; }
     # The variant's own changes (since it left BASE's history); a file BASE has changed since then too would be
     # laid over BASE's newer version and revert it: rebase first.
     mb=$(git merge-base "$base" "$rev") || { echo "device_ab variant: $rev and $base share no history" >&2; exit 1; }
-    both=$(comm -12 <(git diff --no-renames --name-only "$mb" "$rev" | sort) <(git diff --no-renames --name-only "$mb" "$base" | sort))
-    [[ -z $both ]] || { echo "device_ab variant: $base changed these files since $rev left it; rebase $rev on $base:" $both >&2; exit 1; }
-    rm -rf "${src:?}/$name" "$src/$name.deleted"
-    mkdir -p "$src/$name"
-    : > "$src/$name.deleted"
-    n=0
-    while IFS=$'\t' read -r st path; do
-      if [[ $st == D ]]; then
-        echo "$path" >> "$src/$name.deleted"
+    both=$(comm -z -12 <(git diff -z --no-renames --name-only "$mb" "$rev" | sort -z) \
+                       <(git diff -z --no-renames --name-only "$mb" "$base" | sort -z) | tr '\0' ' ')
+    [[ -z $both ]] || { echo "device_ab variant: $base changed these files since $rev left it; rebase $rev on $base: $both" >&2; exit 1; }
+    rm -rf "${src:?}/$name" && mkdir -p "$src/$name" || exit 1
+    changed=() deleted=()
+    while IFS= read -r -d '' st && IFS= read -r -d '' path; do
+      [[ $path != *$'\n'* ]] || { echo "device_ab variant: a file name holds a newline: $path" >&2; exit 1; }
+      if [[ $st == D ]]; then deleted+=("$path"); else changed+=("$path"); fi
+    done < <(git diff -z --no-renames --name-status "$mb" "$rev")
+    # REV's files as a tar (modes and links kept), the deletions, and BASE's version of every path touched: its
+    # sha256 where BASE has the file, else the path in the list of those it must not have.
+    if ((${#changed[@]} > 0)); then
+      git archive --format=tar -o "$src/$name/files.tar" "$rev" -- "${changed[@]}" || { echo "device_ab variant: git archive failed" >&2; exit 1; }
+    fi
+    printf '%s\0' "${deleted[@]}" | sed -z '/^$/d' > "$src/$name/deleted"
+    : > "$src/$name/base.sha256"; : > "$src/$name/base.absent"
+    for path in "${changed[@]}" "${deleted[@]}"; do
+      if git cat-file -e "$base:$path" 2>/dev/null; then
+        printf '%s  %s\n' "$(git show "$base:$path" | sha256sum | cut -d' ' -f1)" "$path" >> "$src/$name/base.sha256"
       else
-        mkdir -p "$src/$name/$(dirname "$path")" && git show "$rev:$path" > "$src/$name/$path"
+        printf '%s\0' "$path" >> "$src/$name/base.absent"
       fi
-      n=$((n + 1))
-    done < <(git diff --no-renames --name-status "$mb" "$rev")
-    grep -v "^$name " "$src/VARIANTS" 2>/dev/null > "$src/VARIANTS.new"
+    done
+    awk -v n="$name" '$1 != n' "$src/VARIANTS" 2>/dev/null > "$src/VARIANTS.new"
     echo "$name $(git rev-parse --short "$rev") $(git rev-parse --short "$base")" >> "$src/VARIANTS.new" && mv "$src/VARIANTS.new" "$src/VARIANTS"
-    echo "variant $name: $n files of $rev over $base"
+    echo "variant $name: ${#changed[@]} files changed and ${#deleted[@]} deleted by $rev over $base"
     ;;
   build)
     src=${1:?SRC}; dir=${2:?DIR}; build=${3:?BUILD_DIR}; shift 3
     (($# > 0)) || { echo "device_ab build: name the targets to build" >&2; exit 2; }
     [[ -f $src/VARIANTS ]] || { echo "device_ab build: $src has no VARIANTS (record them with 'variant')" >&2; exit 1; }
-    self=$0; t0=$SECONDS; targets=("$@")
-    mkdir -p "$dir/logs"; rm -f "$dir/MANIFEST"
+    (($(awk '{print $3}' "$src/VARIANTS" | sort -u | wc -l) == 1)) || { echo "device_ab build: the variants of $src were recorded over different bases" >&2; exit 1; }
+    base_rev=$(awk 'NR == 1 {print $3}' "$src/VARIANTS")
+    t0=$SECONDS; targets=("$@"); failed=()
+    # `pack` runs from a copy of this script: a variant may change or delete the tree's.
+    self=$(mktemp) && cp "$0" "$self" || exit 1
+    mkdir -p "$dir/logs" && rm -f "$dir/MANIFEST" "$dir/FAILED" || exit 1
     # Packs the targets that are executables (a library or module target is built, not packed).
     pack_built() {
       local name=$1 rev=$2 with_tests=$3 b bins=()
@@ -110,9 +128,9 @@ case $mode in
         [[ $b == pk_test_* && $with_tests == 0 ]] && continue
         [[ -n $(find "$build" -type f -name "$b" -perm -u+x 2>/dev/null | head -1) ]] && bins+=("$b")
       done
-      ((${#bins[@]} > 0)) && AB_REV=$rev "$self" pack "$dir" "$name" "$build" "${bins[@]}"
+      if ((${#bins[@]} == 0)); then echo "$name: no executable among the targets to pack"; return 0; fi
+      AB_REV=$rev bash "$self" pack "$dir" "$name" "$build" "${bins[@]}"
     }
-    base_rev=$(awk 'NR == 1 {print $3}' "$src/VARIANTS")
     if [[ -f $build/build.ninja ]]; then
       ninja -C "$build" "${targets[@]}" > "$dir/logs/build_base.log" 2>&1
     else
@@ -121,33 +139,66 @@ case $mode in
     fi
     rc=$?
     echo "build base ($base_rev): rc=$rc at $((SECONDS - t0)) s"
-    ((rc == 0)) && pack_built base "$base_rev" 0
-    while read -r name rev _; do
+    if ((rc == 0)); then pack_built base "$base_rev" 0 || failed+=(base); else failed+=(base); fi
+    # A variant in place: its deletions made, its files laid over the tree; `restore` puts the tree back from the
+    # tar of the originals (extracted with new times, so that ninja rebuilds what depends on them for the next
+    # variant: the objects of this one are newer than their old times), and removes the directories it made.
+    keep=
+    restore() {
+      [[ -n $keep ]] || return 0
+      local f ok=1
+      while IFS= read -r -d '' f; do rm -f -- "$f" || ok=0; done < "$keep/paths"
+      [[ -s $keep/dirs ]] && tac "$keep/dirs" | while IFS= read -r f; do rmdir -- "$f" 2>/dev/null; done
+      [[ -s $keep/orig.tar ]] && { tar -xmf "$keep/orig.tar" || ok=0; }
+      ((ok)) || { echo "device_ab build: the tree could not be put back (originals in $keep)" >&2; exit 1; }
+      rm -rf "$keep"; keep=
+    }
+    trap 'restore' EXIT
+    trap 'restore; exit 130' INT TERM
+    while read -r name rev _ <&3; do
       [[ -n $name ]] || continue
+      v=$src/$name
+      if [[ -s $v/base.sha256 ]] && ! sha256sum --quiet -c "$v/base.sha256" > "$dir/logs/base_check_$name.log" 2>&1; then
+        echo "build $name ($rev): the tree is not $base_rev where the variant changes it (logs/base_check_$name.log)"
+        failed+=("$name"); continue
+      fi
+      present=0
+      while IFS= read -r -d '' f; do [[ -e $f || -L $f ]] && present=1; done < "$v/base.absent"
+      ((present == 0)) || { echo "build $name ($rev): the tree has files $base_rev does not"; failed+=("$name"); continue; }
       keep=$(mktemp -d)
-      # The variant's files over the tree (the originals kept), its deletions moved aside.
-      (cd "$src/$name" && find . -type f) | sed 's|^\./||' > "$keep/files"
-      while IFS= read -r f; do
-        [[ -e $f ]] && mkdir -p "$keep/orig/$(dirname "$f")" && cp "$f" "$keep/orig/$f"
-        mkdir -p "$(dirname "$f")" && cp "$src/$name/$f" "$f"
-      done < "$keep/files"
-      while IFS= read -r f; do
-        [[ -e $f ]] && mkdir -p "$keep/orig/$(dirname "$f")" && mv "$f" "$keep/orig/$f"
-      done < "$src/$name.deleted"
-      ninja -C "$build" "${targets[@]}" > "$dir/logs/build_$name.log" 2>&1
-      rc=$?
-      echo "build $name ($rev): rc=$rc at $((SECONDS - t0)) s"
-      ((rc == 0)) && pack_built "$name" "$rev" 1
-      # The tree back as it came: files the variant added removed, the originals restored with new times, so
-      # that ninja rebuilds what depends on them for the next variant (restored times would be older than the
-      # objects this variant built from its own files).
-      while IFS= read -r f; do [[ -e $keep/orig/$f ]] || rm -f "$f"; done < "$keep/files"
-      (cd "$keep/orig" 2>/dev/null && find . -type f) | sed 's|^\./||' | while IFS= read -r f; do
-        mkdir -p "$(dirname "$f")" && cp "$keep/orig/$f" "$f" && touch "$f"
-      done
-      rm -rf "$keep"
-    done < "$src/VARIANTS"
-    [[ -f $dir/MANIFEST ]] || { echo "device_ab build: nothing was packed" >&2; exit 1; }
+      { [[ -f $v/files.tar ]] && tar --quoting-style=literal -tf "$v/files.tar" | grep -v '/$' | tr '\n' '\0'; cat "$v/deleted"; } > "$keep/paths"
+      # The originals (the paths the variant touches that the tree has), then the directories it will make.
+      tr '\0' '\n' < "$keep/paths" | while IFS= read -r f; do [[ -e $f || -L $f ]] && printf '%s\0' "$f"; done > "$keep/present"
+      ok=1
+      [[ -s $keep/present ]] && { tar -cf "$keep/orig.tar" --null --verbatim-files-from -T "$keep/present" || ok=0; }
+      if [[ -f $v/files.tar ]]; then
+        tar --quoting-style=literal -tf "$v/files.tar" | while IFS= read -r f; do
+          d=$(dirname "$f")
+          while [[ $d != . && ! -e $d ]]; do echo "$d"; d=$(dirname "$d"); done
+        done | sort -u | awk '{print length, $0}' | sort -n | cut -d' ' -f2- > "$keep/dirs"
+      fi
+      if ((ok)); then
+        while IFS= read -r -d '' f; do rm -f -- "$f" || ok=0; done < "$v/deleted"
+        [[ -f $v/files.tar ]] && { tar -xmf "$v/files.tar" || ok=0; }
+      fi
+      if ((ok)); then
+        ninja -C "$build" "${targets[@]}" > "$dir/logs/build_$name.log" 2>&1
+        rc=$?
+        echo "build $name ($rev): rc=$rc at $((SECONDS - t0)) s"
+        if ((rc == 0)); then pack_built "$name" "$rev" 1 || failed+=("$name"); else failed+=("$name"); fi
+      else
+        echo "build $name ($rev): its files could not be laid over the tree"
+        failed+=("$name")
+      fi
+      restore
+    done 3< "$src/VARIANTS"
+    trap - EXIT INT TERM
+    rm -f "$self"
+    if ((${#failed[@]} > 0)); then
+      echo "${failed[*]}" > "$dir/FAILED"
+      echo "device_ab build: failed: ${failed[*]}" >&2
+      exit 1
+    fi
     ;;
   run)
     bundle=${1:?BUNDLE}
@@ -173,7 +224,9 @@ case $mode in
     [[ -f $root/MANIFEST ]] || { echo "device_ab run: no MANIFEST in $bundle" >&2; exit 1; }
     mapfile -t variants < <(awk '{print $1}' "$root/MANIFEST")
     cp "$root/MANIFEST" "$L/"
+    rm -rf "$L/build_logs"
     [[ -d $root/logs ]] && cp -r "$root/logs" "$L/build_logs"  # `build`'s
+    [[ -f $root/FAILED ]] && note "not built or not packed: $(cat "$root/FAILED")"
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$L/gpu.txt" 2>&1
     note "gpu: $(cat "$L/gpu.txt")"
     note "variants (name commit binaries): $(tr '\n' ';' < "$root/MANIFEST")"
@@ -214,7 +267,7 @@ case $mode in
     printf '%s\n' "${summary[@]}"
     ;;
   *)
-    echo "device_ab: unknown mode '$mode' (pack, bundle, run)" >&2
+    echo "device_ab: unknown mode '$mode' (pack, bundle, variant, build, run)" >&2
     exit 2
     ;;
 esac
