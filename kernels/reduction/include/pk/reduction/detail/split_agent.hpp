@@ -76,9 +76,11 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   // The chunk's work; every block then counts itself done, and the last one clears the tickets (a no-op
   // for non-decreasing offsets, whose crossing segments clear their own; others must not leave the
   // stream's counters non-zero for later calls). Measured (H100, 2^26 f32, a globaltimer stamp per block;
-  // bench/results/reduction-h100-2026-12-07c.md): the last block's clearing, grid + 1 stores by thread 0 in
-  // turn, ends the kernel 5.8-6.0 us after the other blocks at every segment length; the search for a block's
-  // first segment takes 4.5-5 us, and publishing the pieces after the tiles 5.3 us (median, 65536).
+  // bench/results/reduction-h100-2026-12-07c.md), before the clearing was spread over the last block's
+  // threads and the two pieces' publications merged into one: grid + 1 stores by thread 0 in turn ended the
+  // kernel 5.8-6.0 us after the other blocks at every segment length; publishing the pieces after the tiles,
+  // a round of fence, atomic, fence and two barriers each, took 5.3 us (median, 65536); the search for a
+  // block's first segment takes 4.5-5 us.
   const auto chunk_work = [&] {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
@@ -141,34 +143,18 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
     std::int64_t w0 = -1;     // the window holds offsets[w0 ..], none loaded yet
     Acc acc = identity;
     std::int64_t lead = -1;   // the segment that started in an earlier chunk and ends in this one
+    std::int64_t lead_k0 = 0;  // its first chunk
     Acc lead_piece = identity;  // thread 0: this chunk's part of it
 
-    // Thread 0 holds `piece`, this chunk's part of segment s, which crosses chunks: store it, take the
-    // ticket of the segment's first chunk, and let the chunk that completes the count combine.
-    const auto publish = [&](std::int64_t s, const Acc& piece, bool opens) {
-      // k0 <= k <= k1 for non-decreasing offsets; clamped so that other offsets cannot reach past the
-      // workspace's `grid` slots.
-      std::int64_t k0 = chunk_of(offsets[s]), k1 = chunk_of(offsets[s + 1] - 1);
-      k0 = k0 < 0 ? 0 : k0 > k ? k : k0;
-      k1 = k1 < k ? k : k1 > grid - 1 ? grid - 1 : k1;
-      if (t == 0) {
-        (opens ? ws.open_out : ws.open_in)[k] = piece;
-        thread_fence();
-        const unsigned tk = atomic_add(ws.tickets + k0, 1u);
-        thread_fence();
-        last_flag = tk + 1 == static_cast<unsigned>(k1 - k0 + 1) ? 1u : 0u;
-      }
-      block::sync();
-      if (last_flag != 0u) {
-        Acc v = identity;
-        for (std::int64_t j = k0 + t; j <= k1; j += B) v = op(v, load_volatile(j == k0 ? ws.open_out + j : ws.open_in + j));
-        v = reducer(red).reduce(v, op);
-        if (t == 0) {
-          out[s] = fin(v);
-          ws.tickets[k0] = 0u;
-        }
-      }
-      block::sync();
+    // The chunks a crossing segment [b, e) touches: k0 <= k <= k1 for non-decreasing offsets, clamped so
+    // that other offsets cannot reach past the workspace's `grid` slots.
+    const auto first_chunk = [&](std::int64_t b) {
+      const std::int64_t c = chunk_of(b);
+      return c < 0 ? std::int64_t{0} : c > k ? k : c;
+    };
+    const auto last_chunk = [&](std::int64_t e) {
+      const std::int64_t c = chunk_of(e - 1);
+      return c < k ? k : c > grid - 1 ? grid - 1 : c;
     };
     // One call site for each of the heavy steps of the general path (the loads, the fold, the search, a
     // piece's publication): with an arg op every call site inlines hundreds of instructions per element vector.
@@ -234,6 +220,7 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
           if (t == 0) out[cur] = fin(total);
         } else {  // published with the chunk's last piece, after the tiles
           lead = cur;
+          lead_k0 = first_chunk(cb);
           lead_piece = total;
         }
         block::sync();  // the tile in shared memory is complete
@@ -307,33 +294,62 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
         block::sync();  // the tile, the window and the reducer's storage are free for the next tile
       }
     }
-    // The pieces of the segments that cross chunks: the one that ended in this chunk (lead), and the open
-    // segment if it runs past the chunk (its end is beyond c1), whose piece is reduced here.
+    // The pieces of the segments that cross chunks: the one that ended in this chunk (lead; its last chunk is
+    // this one), and the open segment if it runs past the chunk (its end is beyond c1), whose piece is reduced
+    // here. Thread 0 stores both (open_in[k] is written at most once: a tail that started in an earlier chunk
+    // covers the whole chunk, so no segment ended in it), then takes both tickets between one pair of fences;
+    // the chunk that completes a segment's count combines its pieces.
     const bool tail = cur < S && cb < c1;
     const Acc tail_piece = tail ? reducer(red).reduce(acc, op) : identity;
+    const std::int64_t tail_k0 = tail ? first_chunk(cb) : 0, tail_k1 = tail ? last_chunk(nb) : 0;
+    if (t == 0) {
+      if (lead >= 0) ws.open_in[k] = lead_piece;
+      if (tail) (here ? ws.open_out : ws.open_in)[k] = tail_piece;
+      unsigned completes = 0u;  // bit 0: this chunk completes the lead's count, bit 1: the tail's
+      if (lead >= 0 || tail) {
+        thread_fence();
+        if (lead >= 0 && atomic_add(ws.tickets + lead_k0, 1u) + 1u == static_cast<unsigned>(k - lead_k0 + 1)) completes |= 1u;
+        if (tail && atomic_add(ws.tickets + tail_k0, 1u) + 1u == static_cast<unsigned>(tail_k1 - tail_k0 + 1)) completes |= 2u;
+        thread_fence();
+      }
+      last_flag = completes;
+    }
+    block::sync();
+    const unsigned done = last_flag;
     // Two rounds of one call site, the second's arguments carried in scalars (selecting them by the round's
-    // index would put both pieces in local memory).
-    std::int64_t s = lead;
-    Acc piece = lead_piece;
-    bool opens = false;
+    // index would put them in local memory).
+    std::int64_t s = lead, k0 = lead_k0, k1 = k;
+    bool take = (done & 1u) != 0u;
   #pragma unroll 1
     for (int round = 0; round < 2; ++round) {
-      if (s >= 0) publish(s, piece, opens);
-      s = tail ? cur : -1;
-      piece = tail_piece;
-      opens = here;
+      if (take) {
+        Acc v = identity;
+        for (std::int64_t j = k0 + t; j <= k1; j += B) v = op(v, load_volatile(j == k0 ? ws.open_out + j : ws.open_in + j));
+        v = reducer(red).reduce(v, op);
+        if (t == 0) {
+          out[s] = fin(v);
+          ws.tickets[k0] = 0u;
+        }
+        block::sync();  // the reducer's storage is free for the next round
+      }
+      s = cur;
+      k0 = tail_k0;
+      k1 = tail_k1;
+      take = (done & 2u) != 0u;
     }
   };
   chunk_work();
-  block::sync();
+  // Every block counts itself done; the last one clears the grid + 1 tickets with all its threads.
+  block::sync();  // last_flag is free
+  const unsigned g = grid_dim().x;
   if (t == 0) {
-    const unsigned g = grid_dim().x;
     thread_fence();
-    if (atomic_add(ws.tickets + g, 1u) == g - 1) {
-      thread_fence();
-      for (unsigned j = 0; j <= g; ++j) ws.tickets[j] = 0u;
-    }
+    last_flag = atomic_add(ws.tickets + g, 1u) == g - 1 ? 1u : 0u;
+    thread_fence();
   }
+  block::sync();
+  if (last_flag != 0u)
+    for (unsigned j = t; j <= g; j += B) ws.tickets[j] = 0u;
 }
 
 }  // namespace impl
