@@ -48,6 +48,13 @@ set -u
 mode=${1:?"pack DIR NAME BUILD_DIR BINARY... | bundle DIR | variant SRC NAME REV [BASE] | build SRC DIR BUILD_DIR TARGET... | run BUNDLE|DIR"}
 shift
 
+# Replaces the line of FILE whose first word is NAME (or appends it): the manifests of packs and variants.
+put_line() {
+  local file=$1 name=$2 line=$3
+  awk -v n="$name" '$1 != n' "$file" 2>/dev/null > "$file.new"
+  echo "$line" >> "$file.new" && mv "$file.new" "$file"
+}
+
 case $mode in
   pack)
     dir=${1:?DIR}; name=${2:?NAME}; build=${3:?BUILD_DIR}; shift 3
@@ -66,8 +73,7 @@ case $mode in
       rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
       [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && rev="$rev+"
     fi
-    awk -v n="$name" '$1 != n' "$dir/MANIFEST" 2>/dev/null > "$dir/MANIFEST.new"
-    echo "$name $rev $*" >> "$dir/MANIFEST.new" && mv "$dir/MANIFEST.new" "$dir/MANIFEST"
+    put_line "$dir/MANIFEST" "$name" "$name $rev $*"
     echo "packed $name ($rev): $*"
     ;;
   bundle)
@@ -107,8 +113,7 @@ case $mode in
         printf '%s\0' "$path" >> "$src/$name/base.absent"
       fi
     done
-    awk -v n="$name" '$1 != n' "$src/VARIANTS" 2>/dev/null > "$src/VARIANTS.new"
-    echo "$name $(git rev-parse --short "$rev") $(git rev-parse --short "$base")" >> "$src/VARIANTS.new" && mv "$src/VARIANTS.new" "$src/VARIANTS"
+    put_line "$src/VARIANTS" "$name" "$name $(git rev-parse --short "$rev") $(git rev-parse --short "$base")"
     echo "variant $name: ${#changed[@]} files changed and ${#deleted[@]} deleted by $rev over $base"
     ;;
   build)
@@ -166,17 +171,17 @@ case $mode in
       while IFS= read -r -d '' f; do [[ -e $f || -L $f ]] && present=1; done < "$v/base.absent"
       ((present == 0)) || { echo "build $name ($rev): the tree has files $base_rev does not"; failed+=("$name"); continue; }
       keep=$(mktemp -d)
-      { [[ -f $v/files.tar ]] && tar --quoting-style=literal -tf "$v/files.tar" | grep -v '/$' | tr '\n' '\0'; cat "$v/deleted"; } > "$keep/paths"
+      : > "$keep/listing"
+      [[ -f $v/files.tar ]] && tar --quoting-style=literal -tf "$v/files.tar" > "$keep/listing"
+      { grep -v '/$' "$keep/listing" | tr '\n' '\0'; cat "$v/deleted"; } > "$keep/paths"
       # The originals (the paths the variant touches that the tree has), then the directories it will make.
       tr '\0' '\n' < "$keep/paths" | while IFS= read -r f; do [[ -e $f || -L $f ]] && printf '%s\0' "$f"; done > "$keep/present"
       ok=1
       [[ -s $keep/present ]] && { tar -cf "$keep/orig.tar" --null --verbatim-files-from -T "$keep/present" || ok=0; }
-      if [[ -f $v/files.tar ]]; then
-        tar --quoting-style=literal -tf "$v/files.tar" | while IFS= read -r f; do
-          d=$(dirname "$f")
-          while [[ $d != . && ! -e $d ]]; do echo "$d"; d=$(dirname "$d"); done
-        done | sort -u | awk '{print length, $0}' | sort -n | cut -d' ' -f2- > "$keep/dirs"
-      fi
+      while IFS= read -r f; do
+        d=$(dirname "$f")
+        while [[ $d != . && ! -e $d ]]; do echo "$d"; d=$(dirname "$d"); done
+      done < "$keep/listing" | sort -u | awk '{print length, $0}' | sort -n | cut -d' ' -f2- > "$keep/dirs"
       if ((ok)); then
         while IFS= read -r -d '' f; do rm -f -- "$f" || ok=0; done < "$v/deleted"
         [[ -f $v/files.tar ]] && { tar -xmf "$v/files.tar" || ok=0; }
