@@ -24,8 +24,11 @@ buffer of twice the L2's size (at least 128 MiB) is written, untimed, before eve
 anchors. Each timed call is one host call, so host launch overhead (pk's validation and planning, SDPA's
 dispatch) is included where it exceeds the GPU time.
 
---sweep-splits: for the rows above (and --pages, default 16) time pk at every forced split count
-1, 2, 4, ..., 512 and the planner's own choice, and report the best against the plan (target: within 5%).
+--sweep-splits: for the rows above (or --sweep-rows, and --pages, default 16) time pk at every forced split count
+1, 2, 4, ..., 512 (or --splits) and the planner's own choice, and report the best against the plan (target:
+within 5%). With --graph the sweep's times leave out the host: 20 bound calls captured in one CUDA graph, the
+median of --reps replays over 20; with --flush-l2 as well, the calls of a graph cycle over enough copies of the
+cache (at least twice the L2 in all) that each call reads its K/V from HBM.
 
   PYTHONPATH=<cuda build>/python python3 bench/attention/bench_decode.py --quick
 """
@@ -88,13 +91,14 @@ class Pk:
         return dict(block_table=cache["table"], kv_dtype=self.KV_DTYPE[cache["kv"]], k_scale=cache["k_scale"],
                     v_scale=cache["v_scale"])
 
-    def decode_fn(self, q, out, cache, num_splits=0, lse=None, error=None, policy=None):
-        """A no-argument callable running pk.decode (arguments converted once, outside the timing: bind=True)."""
+    def decode_fn(self, q, out, cache, num_splits=0, lse=None, error=None, policy=None, stream=None):
+        """A no-argument callable running pk.decode (arguments converted once, outside the timing: bind=True) on
+        `stream` (default: the current stream)."""
         if policy is None and FORCED_POLICY:  # --policy: one candidate (by its name's tail) for every row
             policy = f"attn_decode_bf16_d{q.shape[3]}_{FORCED_POLICY}"
         try:
             run = self.pk.decode(q, cache["k"], cache["v"], cache["seqlens"], num_splits=num_splits, out=out,
-                                 error=error, policy=policy, bind=True, **self._cache_kw(cache))
+                                 error=error, policy=policy, bind=True, stream=stream, **self._cache_kw(cache))
         except self.pk.Error as e:
             raise PkError(str(e)) from e
         if lse is not None:  # the LSE goes to the caller's tensor: run the unbound call
@@ -248,6 +252,48 @@ def timed(fn, reps):
     return time_ms(fn, reps, before=BEFORE)
 
 
+GRAPH_CALLS = 20  # --graph: calls captured in one graph (the host's launch of the graph spread over them)
+
+
+def graph_timed(make, reps):
+    """Median ms per call, without the host: GRAPH_CALLS calls of make(stream)'s callables (cycled) captured in
+    one CUDA graph, median of `reps` event-timed replays over GRAPH_CALLS, after warm-up."""
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    fns = make(st)
+    with torch.cuda.stream(st):
+        for f in fns:
+            f()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=st):
+        for i in range(GRAPH_CALLS):
+            fns[i % len(fns)]()
+    for _ in range(3):
+        g.replay()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / GRAPH_CALLS)
+    return sorted(times)[len(times) // 2]
+
+
+def cache_copies(cache, l2, flush):
+    """--graph: the cache, and with --flush-l2 copies of its K/V (same table and values) until they hold at least
+    twice the L2, so that a graph cycling over them reads each call's K/V from HBM."""
+    out = [cache]
+    if flush:
+        per = cache["k"].numel() * cache["k"].element_size() * 2
+        while len(out) * per < 2 * l2:
+            out.append(dict(cache, k=cache["k"].clone(), v=cache["v"].clone()))
+    return out
+
+
 def copy_roofline(reps):
     """Bytes/s of a device-to-device copy of 1 GiB, counting read + write."""
     n = 1 << 30
@@ -349,13 +395,13 @@ def cases(args):
         shapes = [r for r in QUICK_ROWS if (r[0], r[1]) in args.gqa]
     else:
         shapes = [(hq, hkv, b, ctx) for hq, hkv in args.gqa for b in args.batches for ctx in args.contexts
-                  if not args.sweep_splits or (b, ctx) in SWEEP_ROWS]
+                  if not args.sweep_splits or (b, ctx) in args.sweep_rows]
     out = []
     for hq, hkv, b, ctx in shapes:
         if kv_bytes(b, hkv, ctx, "bf16") > args.max_kv_gb * 1e9:
             continue
         rows = [(p, kv) for p in args.pages for kv in args.kv
-                if (p != 1 or (b, ctx) in SWEEP_ROWS) and (p == 0 or ctx % p == 0)
+                if (p != 1 or (b, ctx) in args.sweep_rows) and (p == 0 or ctx % p == 0)
                 and (args.rows is None or re.search(args.rows, row_key(hq, hkv, b, ctx, p, kv)))]
         if rows:
             out.append((hq, hkv, b, ctx, rows))
@@ -444,10 +490,11 @@ def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
         torch.cuda.empty_cache()
 
 
-def run_sweep(args, shim, todo):
-    print("| q/kv heads | batch | context | page | KV | " + " | ".join(f"s={s} us" for s in SPLITS) +
+def run_sweep(args, shim, todo, l2):
+    splits = args.splits
+    print("| q/kv heads | batch | context | page | KV | " + " | ".join(f"s={s} us" for s in splits) +
           " | best | plan (splits) us | plan / best | within 5% |")
-    print("| --- " * (5 + len(SPLITS) + 4) + "|")
+    print("| --- " * (5 + len(splits) + 4) + "|")
     nrows, done = sum(len(c[4]) for c in todo), 0
     for hq, hkv, b, ctx, rows in todo:
         d = HEAD_DIM
@@ -467,27 +514,32 @@ def run_sweep(args, shim, todo):
                 if kv not in refs:
                     refs[kv] = reference(q, kc, vc, idx, kv, scales if kv == "fp8" else None)
                 cache = build_cache(kc, vc, page, table, kv, scales)
+                caches = cache_copies(cache, l2, args.flush_l2) if args.graph else [cache]
                 out = torch.empty_like(q)
                 times = {}
-                for s in (0,) + SPLITS:  # 0: the planner's choice
+                for s in (0,) + splits:  # 0: the planner's choice
                     try:
                         ok, _, msg = check(shim, q, cache, refs[kv], idx, num_splits=s)
                         if not ok:
                             log(f"# WRONG {key} splits={s}: {msg}")
                             times[s] = "wrong"
                             continue
-                        times[s] = timed(shim.decode_fn(q, out, cache, num_splits=s), args.reps) * 1e3
+                        if args.graph:
+                            times[s] = graph_timed(lambda st: [shim.decode_fn(q, out, c, num_splits=s, stream=st)
+                                                               for c in caches], args.reps) * 1e3
+                        else:
+                            times[s] = timed(shim.decode_fn(q, out, cache, num_splits=s), args.reps) * 1e3
                     except PkError as e:
                         log(f"#   {key} splits={s}: {str(e).splitlines()[0]}")
                         times[s] = "error"
-                del cache
+                del cache, caches
                 try:
                     plan_splits = shim.plan(b, hq, hkv, ctx, page, kv)[0]
                 except PkError as e:
                     log(f"#   plan failed: {e}")
                     plan_splits = None
                 num = {s: t for s, t in times.items() if s and isinstance(t, float)}
-                cells = [fmt(times[s]) if isinstance(times[s], float) else times[s] for s in SPLITS]
+                cells = [fmt(times[s]) if isinstance(times[s], float) else times[s] for s in splits]
                 if num and isinstance(times[0], float):
                     best = min(num, key=num.get)
                     ratio = times[0] / num[best]
@@ -510,6 +562,13 @@ def main():
                     help="regex: keep rows whose key matches, e.g. '32/8 b1 ctx128k p16 bf16' ('^8/1 ', 'p(16|64) ')")
     ap.add_argument("--sweep-splits", action="store_true",
                     help="time every split count 1..512 on the sweep rows instead of the grid")
+    ap.add_argument("--sweep-rows", default=",".join(f"{b}:{c}" for b, c in SWEEP_ROWS),
+                    help="--sweep-splits (and page-1) rows as batch:context, comma-separated")
+    ap.add_argument("--splits", default=",".join(map(str, SPLITS)),
+                    help="--sweep-splits: the forced split counts, comma-separated (1..512)")
+    ap.add_argument("--graph", action="store_true",
+                    help="--sweep-splits: time CUDA graphs of bound calls (no host time); with --flush-l2, over "
+                         "copies of the cache that together exceed the L2 twice")
     ap.add_argument("--pages", default=None,
                     help="page sizes (0 = contiguous cache); default 16,64,256,1 (--quick, --sweep-splits: 16)")
     ap.add_argument("--kv", default="bf16,fp8", help="cache types: bf16, fp8")
@@ -535,6 +594,12 @@ def main():
     args.gqa = [tuple(int(y) for y in x.split("/")) for x in args.gqa.split(",")]
     args.batches = [int(x) for x in args.batches.split(",")]
     args.contexts = [int(x) for x in args.contexts.split(",")]
+    args.sweep_rows = [tuple(int(y) for y in x.split(":")) for x in args.sweep_rows.split(",")]
+    args.splits = tuple(int(x) for x in args.splits.split(","))
+    if any(not 1 <= s <= SPLITS[-1] for s in args.splits):
+        ap.error(f"--splits: counts 1..{SPLITS[-1]}")
+    if args.graph and not args.sweep_splits:
+        ap.error("--graph times the split sweep (--sweep-splits)")
     if any(p not in (0, 1, 2, 4, 8, 16, 32, 64, 128, 256) for p in args.pages):
         ap.error("--pages: 0 (contiguous) or powers of two 1..256")
 
@@ -546,7 +611,7 @@ def main():
           f"L2 {l2 / 2**20:.0f} MiB")
     global BEFORE
     flushed = "L2 not flushed"
-    if args.flush_l2:
+    if args.flush_l2 and not args.graph:
         junk = torch.empty(max(2 * l2, 1 << 27), dtype=torch.uint8, device=DEV)
         BEFORE = junk.zero_
         flushed = f"L2 flushed before each call (a {junk.numel() / 2**20:.0f} MiB write, untimed)"
@@ -556,10 +621,14 @@ def main():
         return 1
     log(f"# {sum(len(c[4]) for c in todo)} rows in {len(todo)} shapes")
     if args.sweep_splits:
-        print(f"# split sweep: head_dim {HEAD_DIM}, seqlen_q 1, median of {args.reps} event-timed calls after "
-              f"warm-up, {flushed}; every split count checked against a float64 reference before timing; "
+        if args.graph:
+            flushed = (f"{GRAPH_CALLS} bound calls captured in one CUDA graph, the median of {args.reps} replays over "
+                       f"{GRAPH_CALLS}" + (", cycling over copies of the cache that hold at least twice the L2"
+                                            if args.flush_l2 else ", L2 not flushed"))
+        print(f"# split sweep: head_dim {HEAD_DIM}, seqlen_q 1, median of {args.reps} "
+              f"{'graph-timed' if args.graph else 'event-timed'} calls after warm-up, {flushed}; every split count checked against a float64 reference before timing; "
               f"'plan' = num_splits 0 (the planner's choice, its split count in parentheses)")
-        run_sweep(args, shim, todo)
+        run_sweep(args, shim, todo, l2)
     else:
         copy_bw = copy_roofline(args.reps)
         print(f"# copy roofline: device-to-device copy of 1 GiB, {copy_bw / 1e9:.0f} GB/s counting read + write")

@@ -77,7 +77,8 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
   const int kvb = size_of(pr.kv_type);
   const double tile_bytes = 2.0 * pol.block_n * pr.head_dim * kvb;
   const double bw = d.mem_bw_gbps * 1e3 * achievable_bw_share;  // bytes per us
-  const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t{std::max(1, occ.blocks_per_sm)} * d.occupancy_units());
+  const std::int64_t units = std::max(1, d.occupancy_units());
+  const std::int64_t slots = std::int64_t{std::max(1, occ.blocks_per_sm)} * units;
   // One block alone: a tile per period.
   const double period = tile_fixed_us + tile_bytes / block_stream_bytes_per_us;
   const double conv_us = kvb == 1 ? 2.0 * pol.block_n * pr.head_dim * fp8_convert_ns_per_code * 1e-3 : 0.0;
@@ -93,9 +94,16 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     const double block_bytes = double(per_block_tiles) * tile_bytes;
     // Wave by wave: the wave's bytes at the achievable bandwidth, and its blocks each streaming (and, for FP8,
     // converting) a tile at a time (a partial last wave is latency-bound); the two bounds combine as a 3-norm.
+    // The bandwidth is shared by the SMs, not by the blocks: where a wave's blocks do not spread evenly, the SMs
+    // holding one block more than the others stream that much longer, and the wave ends with them. (Measured:
+    // counts between powers of two, which leave some SMs a block more, ran slower than both neighbouring powers
+    // on the 8/1-head rows: H200 batch 1 x 128k bf16, 228 splits 30.7 us against 28.8 at 256,
+    // decode-h200-2026-12-04b.md; H100 FP8 293 splits 34.2 us against 31.3 at 256 and 34.5 at 512,
+    // decode-h100-2026-12-07.md.)
     c.tile_us = period + conv_us;
     const auto wave_us = [&](std::int64_t in_wave) {
-      const double stream = double(in_wave) * block_bytes / bw, periods = double(per_block_tiles) * c.tile_us;
+      const std::int64_t busy_units = std::min(in_wave, units), per_unit = ceil_div(in_wave, units);
+      const double stream = double(per_unit * busy_units) * block_bytes / bw, periods = double(per_block_tiles) * c.tile_us;
       return std::cbrt(stream * stream * stream + periods * periods * periods);
     };
     // Full waves, then the partial one (closed form: the planner runs on every call).
