@@ -99,7 +99,8 @@ split_choice best_splits(const archdb::device_desc& d, const decode_problem& pr,
     // counts between powers of two, which leave some SMs a block more, ran slower than both neighbouring powers
     // on the 8/1-head rows: H200 batch 1 x 128k bf16, 228 splits 30.7 us against 28.8 at 256,
     // decode-h200-2026-12-04b.md; H100 FP8 293 splits 34.2 us against 31.3 at 256 and 34.5 at 512,
-    // decode-h100-2026-12-07.md.)
+    // decode-h100-2026-12-07.md. With this term, graph-timed on the H100, every planned count is the best measured,
+    // where the old plan ran 1.03-1.11x the best on three of six rows: decode-h100-2026-12-07b.md.)
     c.tile_us = period + conv_us;
     const auto wave_us = [&](std::int64_t in_wave) {
       const std::int64_t busy_units = std::min(in_wave, units), per_unit = ceil_div(in_wave, units);

@@ -82,7 +82,9 @@ PK_KERNEL PK_LAUNCH_BOUNDS_OCCUPANCY(B, BlocksPerSm) void segment_split_kernel(c
   // a round of fence, atomic, fence and two barriers each, took 5.3 us (median, 65536); the search for a
   // block's first segment takes 4.5-5 us. With both changes the f32 sum ran 2.6-5.7% faster at every segment
   // length, the other ops at 256 and 65536 1.8-8.5% (H100, two interleaved runs each;
-  // bench/results/reduction-h100-2026-12-07d.md).
+  // bench/results/reduction-h100-2026-12-07d.md). L2 prefetches were measured and not kept: of the tiles ahead at
+  // every tile, 10-17% slower (07d); of the chunk's next two tiles during the search, no gain (within noise at
+  // 4096 and 65536, 1-4% slower at 256 and 2^20; bench/results/reduction-h100-2026-12-07e.md).
   const auto chunk_work = [&] {
     const std::int64_t S = segments;
     const std::int64_t base = offsets[0], end = offsets[S];
