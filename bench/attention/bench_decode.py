@@ -26,9 +26,12 @@ dispatch) is included where it exceeds the GPU time.
 
 --sweep-splits: for the rows above (or --sweep-rows, and --pages, default 16) time pk at every forced split count
 1, 2, 4, ..., 512 (or --splits) and the planner's own choice, and report the best against the plan (target:
-within 5%). With --graph the sweep's times leave out the host: 20 bound calls captured in one CUDA graph, the
-median of --reps replays over 20; with --flush-l2 as well, the calls of a graph cycle over enough copies of the
-cache (at least twice the L2 in all) that each call reads its K/V from HBM.
+within 5%).
+
+--graph (grid and sweep): times leave out the host: 20 bound calls of pk (and of each SDPA anchor) captured in one
+CUDA graph, the median of --reps replays over 20. With --flush-l2 as well, the calls of a graph cycle over enough
+copies of the cache (and of the anchors' K/V) to hold at least twice the L2, so that each call reads its K/V from
+HBM; no flush buffer is written.
 
   PYTHONPATH=<cuda build>/python python3 bench/attention/bench_decode.py --quick
 """
@@ -283,15 +286,39 @@ def graph_timed(make, reps):
     return sorted(times)[len(times) // 2]
 
 
-def cache_copies(cache, l2, flush):
-    """--graph: the cache, and with --flush-l2 copies of its K/V (same table and values) until they hold at least
-    twice the L2, so that a graph cycling over them reads each call's K/V from HBM."""
-    out = [cache]
+def flush_copies(first, nbytes, clone, l2, flush):
+    """--graph: [first], and with --flush-l2 clones of it (nbytes each) until they hold at least twice the L2, so
+    that a graph cycling over them reads each call's data from HBM."""
+    out = [first]
     if flush:
-        per = cache["k"].numel() * cache["k"].element_size() * 2
-        while len(out) * per < 2 * l2:
-            out.append(dict(cache, k=cache["k"].clone(), v=cache["v"].clone()))
+        while len(out) * nbytes < 2 * l2:
+            out.append(clone(first))
     return out
+
+
+def cache_copies(cache, l2, flush):
+    """--graph: the cache and copies of its K/V (same table and values), as flush_copies."""
+    per = cache["k"].numel() * cache["k"].element_size() * 2
+    return flush_copies(cache, per, lambda c: dict(c, k=c["k"].clone(), v=c["v"].clone()), l2, flush)
+
+
+GRAPH_L2 = None  # --graph: (L2 bytes, flushed) for the anchors' copies; None: event-timed single calls
+
+
+def sdpa_ms(qt, k, v, reps, **kw):
+    """ms of SDPA (under the caller's backend context) on q [b, hq, 1, d], k/v [b, h, ctx, d]: event-timed, or
+    with --graph graph-timed over copies of k/v."""
+    if GRAPH_L2 is None:
+        return timed(lambda: F.scaled_dot_product_attention(qt, k, v, **kw), reps)
+    l2, flush = GRAPH_L2
+    pairs = flush_copies((k, v), 2 * k.numel() * k.element_size(), lambda p: (p[0].clone(), p[1].clone()), l2, flush)
+
+    def call(kk, vv):
+        return lambda: F.scaled_dot_product_attention(qt, kk, vv, **kw)
+    try:
+        return graph_timed(lambda st: [call(kk, vv) for kk, vv in pairs], reps)
+    finally:
+        del pairs
 
 
 def copy_roofline(reps):
@@ -311,10 +338,9 @@ def sdpa_anchor(backend, qt, kc, vc, reps):
     g = qt.shape[1] // kc.shape[1]
     try:
         with sdpa_kernel(backend):
-            fn = lambda: F.scaled_dot_product_attention(qt, kc, vc, enable_gqa=True)  # noqa: E731
-            o = fn()
+            o = F.scaled_dot_product_attention(qt, kc, vc, enable_gqa=True)
             torch.cuda.synchronize()
-            return timed(fn, reps), "gqa", o
+            return sdpa_ms(qt, kc, vc, reps, enable_gqa=True), "gqa", o
     except (RuntimeError, TypeError) as e:
         why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     need = 2 * kc.numel() * kc.element_size() * g
@@ -325,10 +351,9 @@ def sdpa_anchor(backend, qt, kc, vc, reps):
     try:
         ke, ve = (kc, vc) if g == 1 else (kc.repeat_interleave(g, dim=1), vc.repeat_interleave(g, dim=1))
         with sdpa_kernel(backend):
-            fn = lambda: F.scaled_dot_product_attention(qt, ke, ve)  # noqa: E731
-            o = fn()
+            o = F.scaled_dot_product_attention(qt, ke, ve)
             torch.cuda.synchronize()
-            return timed(fn, reps), "expanded", o
+            return sdpa_ms(qt, ke, ve, reps), "expanded", o
     except RuntimeError as e:
         log(f"#   {backend}: unavailable ({why}; expanded: {str(e).splitlines()[0] if str(e) else ''})")
         return float("nan"), "n/a", None
@@ -461,7 +486,13 @@ def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
                         print(f"{head} - | - | - | - | - | - | - | - | - | {splits} | WRONG: {msg} |", flush=True)
                         continue
                     out = torch.empty_like(q)
-                    us = timed(shim.decode_fn(q, out, cache), args.reps) * 1e3
+                    if args.graph:
+                        caches = cache_copies(cache, l2, args.flush_l2)
+                        us = graph_timed(lambda st: [shim.decode_fn(q, out, c, stream=st) for c in caches],
+                                         args.reps) * 1e3
+                        del caches
+                    else:
+                        us = timed(shim.decode_fn(q, out, cache), args.reps) * 1e3
                 except PkError as e:
                     log(f"# FAILED {key}: {e}")
                     print(f"{head} - | - | - | - | - | - | - | - | - | - | pk error: {str(e).splitlines()[0]} |",
@@ -567,8 +598,8 @@ def main():
     ap.add_argument("--splits", default=",".join(map(str, SPLITS)),
                     help="--sweep-splits: the forced split counts, comma-separated (1..512)")
     ap.add_argument("--graph", action="store_true",
-                    help="--sweep-splits: time CUDA graphs of bound calls (no host time); with --flush-l2, over "
-                         "copies of the cache that together exceed the L2 twice")
+                    help="time CUDA graphs of bound calls, pk's and the anchors' (no host time); with --flush-l2, "
+                         "over copies of the cache that together exceed the L2 twice")
     ap.add_argument("--pages", default=None,
                     help="page sizes (0 = contiguous cache); default 16,64,256,1 (--quick, --sweep-splits: 16)")
     ap.add_argument("--kv", default="bf16,fp8", help="cache types: bf16, fp8")
@@ -598,8 +629,6 @@ def main():
     args.splits = tuple(int(x) for x in args.splits.split(","))
     if any(not 1 <= s <= SPLITS[-1] for s in args.splits):
         ap.error(f"--splits: counts 1..{SPLITS[-1]}")
-    if args.graph and not args.sweep_splits:
-        ap.error("--graph times the split sweep (--sweep-splits)")
     if any(p not in (0, 1, 2, 4, 8, 16, 32, 64, 128, 256) for p in args.pages):
         ap.error("--pages: 0 (contiguous) or powers of two 1..256")
 
@@ -609,31 +638,33 @@ def main():
     l2 = getattr(props, "L2_cache_size", 0) or 0
     print(f"# device: {props.name}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
           f"L2 {l2 / 2**20:.0f} MiB")
-    global BEFORE
+    global BEFORE, GRAPH_L2
     flushed = "L2 not flushed"
     if args.flush_l2 and not args.graph:
         junk = torch.empty(max(2 * l2, 1 << 27), dtype=torch.uint8, device=DEV)
         BEFORE = junk.zero_
         flushed = f"L2 flushed before each call (a {junk.numel() / 2**20:.0f} MiB write, untimed)"
+    if args.graph:
+        GRAPH_L2 = (l2, args.flush_l2)
+        flushed = (f"{GRAPH_CALLS} bound calls captured in one CUDA graph, the median of {args.reps} replays over "
+                   f"{GRAPH_CALLS}" + (", cycling over copies of the cache (and of the anchors' K/V) that hold at "
+                                       "least twice the L2" if args.flush_l2 else ", L2 not flushed"))
     todo = cases(args)
     if not todo:
         log("# no rows selected")
         return 1
     log(f"# {sum(len(c[4]) for c in todo)} rows in {len(todo)} shapes")
+    timing = "graph-timed" if args.graph else "event-timed"
     if args.sweep_splits:
-        if args.graph:
-            flushed = (f"{GRAPH_CALLS} bound calls captured in one CUDA graph, the median of {args.reps} replays over "
-                       f"{GRAPH_CALLS}" + (", cycling over copies of the cache that hold at least twice the L2"
-                                            if args.flush_l2 else ", L2 not flushed"))
         print(f"# split sweep: head_dim {HEAD_DIM}, seqlen_q 1, median of {args.reps} "
-              f"{'graph-timed' if args.graph else 'event-timed'} calls after warm-up, {flushed}; every split count checked against a float64 reference before timing; "
+              f"{timing} calls after warm-up, {flushed}; every split count checked against a float64 reference before timing; "
               f"'plan' = num_splits 0 (the planner's choice, its split count in parentheses)")
         run_sweep(args, shim, todo, l2)
     else:
         copy_bw = copy_roofline(args.reps)
         print(f"# copy roofline: device-to-device copy of 1 GiB, {copy_bw / 1e9:.0f} GB/s counting read + write")
         print(f"# head_dim {HEAD_DIM}, seqlen_q 1, random shuffled page tables; times: median of {args.reps} "
-              f"event-timed calls after warm-up, {flushed} ('(L2)': K+V fit in the L2; unflushed, rates partly "
+              f"{timing} calls after warm-up, {flushed} ('(L2)': K+V fit in the L2; unflushed, rates partly "
               f"from it); TB/s = K+V bytes attended / pk time; 'of copy' = that over the copy roofline; cudnn/flash: "
               f"SDPA on the contiguous bf16 cache [b, hkv, ctx, d] (gqa = enable_gqa=True, expanded = K/V "
               f"repeated to the query heads); 'pk vs X' = X's time / pk's (> 1: pk faster); fp8 rows: scales per "
