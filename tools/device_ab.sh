@@ -9,6 +9,7 @@
 #       pk_test_reduction), stripped, into DIR/NAME/ laid out as a build folder (tests/pk_test_*,
 #       bench/pk_bench_*, tools/pk/pk: what device_round.sh finds), and appends NAME and the commit (with "+"
 #       when the tree has changes) to DIR/MANIFEST; the order of the packs is the order the variants run in.
+#       pk_python names the Python module: BUILD_DIR/python is copied to DIR/NAME/python (the extension stripped).
 #   tools/device_ab.sh bundle DIR
 #       packs DIR into DIR.tar.xz with xz -9e, whose 64 MiB dictionary spans similar builds of binaries
 #       smaller than it: a second build of the same binaries costs little of the 64 MiB the device tool carries
@@ -36,6 +37,9 @@
 #   SAN_FILTER='*Segmented*/cuda' tools/device_ab.sh run DIR.tar.xz
 #     AB_BENCH  a benchmark binary of each variant and its arguments, run REPS times (default 2) per variant,
 #               the variants interleaved within each round (so drift of the machine falls on all of them alike);
+#     AB_PY     a Python script of the repository and its arguments (e.g. "bench/attention/bench_decode.py
+#               --sweep-splits --graph --flush-l2"), run like AB_BENCH with each variant's packed module first on
+#               PYTHONPATH (variants built with the pk_python target); its output in py_<variant>_<round>.txt;
 #     AB_TESTS  device_round.sh's `tests` step (its TESTS: a regex on the test binaries' names; GTEST_FILTER
 #               applies) on every variant, and its `sanitize` step (SAN_FILTER, SAN_EXCLUDE) on each variant in
 #               AB_SAN_VARIANTS (default: the last one packed); left out when empty;
@@ -62,6 +66,12 @@ case $mode in
     [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "device_ab pack: NAME '$name' must be letters, digits, _ . -" >&2; exit 2; }
     rm -rf "${dir:?}/$name"  # nothing of an earlier pack of the same name
     for b in "$@"; do
+      if [[ $b == pk_python ]]; then
+        [[ -d $build/python/pk ]] || { echo "device_ab pack: no Python module under $build/python" >&2; exit 1; }
+        mkdir -p "$dir/$name" && cp -r "$build/python" "$dir/$name/python" || exit 1
+        find "$dir/$name/python" -name '_pk*.so' -exec strip --strip-unneeded {} + || exit 1
+        continue
+      fi
       f=$(find "$build" -type f -name "$b" -perm -u+x 2>/dev/null | head -1)
       [[ -n $f ]] || { echo "device_ab pack: no executable $b under $build" >&2; exit 1; }
       case $b in pk_test_*) sub=tests ;; pk_bench_*) sub=bench ;; pk) sub=tools/pk ;; *) sub=. ;; esac
@@ -126,11 +136,12 @@ case $mode in
     # `pack` runs from a copy of this script: a variant may change or delete the tree's.
     self=$(mktemp) && cp "$0" "$self" || exit 1
     mkdir -p "$dir/logs" && rm -f "$dir/MANIFEST" "$dir/FAILED" || exit 1
-    # Packs the targets that are executables (a library or module target is built, not packed).
+    # Packs the targets that are executables, and the Python module (other library targets are built, not packed).
     pack_built() {
       local name=$1 rev=$2 with_tests=$3 b bins=()
       for b in "${targets[@]}"; do
         [[ $b == pk_test_* && $with_tests == 0 ]] && continue
+        [[ $b == pk_python ]] && { bins+=("$b"); continue; }
         [[ -n $(find "$build" -type f -name "$b" -perm -u+x 2>/dev/null | head -1) ]] && bins+=("$b")
       done
       if ((${#bins[@]} == 0)); then echo "$name: no executable among the targets to pack"; return 0; fi
@@ -248,6 +259,19 @@ case $mode in
         done
       done
     fi
+    if [[ -n ${AB_PY:-} ]]; then
+      read -r script args <<< "$AB_PY"
+      for ((rep = 1; rep <= ${REPS:-2}; ++rep)); do
+        for v in "${variants[@]}"; do
+          if [[ ! -d $root/$v/python/pk ]]; then
+            ((rep == 1)) && note "no Python module in $v: $script not run"
+            continue
+          fi
+          # shellcheck disable=SC2086
+          PYTHONPATH="$root/$v/python" PYTHONUNBUFFERED=1 run_step "py_${v}_$rep" 60 python3 "$script" $args > "$L/py_${v}_$rep.txt" 2>&1
+        done
+      done
+    fi
     if [[ -n ${AB_TESTS:-} ]]; then
       round=$(dirname "$0")/device_round.sh
       for v in "${variants[@]}"; do
@@ -262,7 +286,7 @@ case $mode in
     rm -rf "$work"
     tar -C "$out" -cJf "$out/ab.tar.xz" ab
     echo "==== bench rows ===="
-    for f in "$L"/bench_*.txt; do
+    for f in "$L"/bench_*.txt "$L"/py_*.txt; do
       [[ -f $f ]] || continue
       echo "== $(basename "$f" .txt)"
       grep -E "${AB_GREP:-^\|}" "$f" | grep -v -E '^\|[-| ]+\|$' | cut -c1-200 | head -40
