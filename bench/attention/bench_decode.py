@@ -286,39 +286,38 @@ def graph_timed(make, reps):
     return sorted(times)[len(times) // 2]
 
 
-def flush_copies(first, nbytes, clone, l2, flush):
-    """--graph: [first], and with --flush-l2 clones of it (nbytes each) until they hold at least twice the L2, so
+GRAPH_L2 = None  # --graph: (L2 bytes, whether --flush-l2); None: event-timed single calls
+
+
+def flush_copies(first, nbytes, clone):
+    """[first], and under --graph --flush-l2 clones of it (nbytes each) until they hold at least twice the L2, so
     that a graph cycling over them reads each call's data from HBM."""
     out = [first]
-    if flush:
-        while len(out) * nbytes < 2 * l2:
+    if GRAPH_L2 is not None and GRAPH_L2[1]:
+        while len(out) * nbytes < 2 * GRAPH_L2[0]:
             out.append(clone(first))
     return out
 
 
-def cache_copies(cache, l2, flush):
-    """--graph: the cache and copies of its K/V (same table and values), as flush_copies."""
+def cache_copies(cache):
+    """The cache, and under --graph --flush-l2 copies of its K/V (same table and values), as flush_copies."""
     per = cache["k"].numel() * cache["k"].element_size() * 2
-    return flush_copies(cache, per, lambda c: dict(c, k=c["k"].clone(), v=c["v"].clone()), l2, flush)
+    return flush_copies(cache, per, lambda c: dict(c, k=c["k"].clone(), v=c["v"].clone()))
 
 
-GRAPH_L2 = None  # --graph: (L2 bytes, flushed) for the anchors' copies; None: event-timed single calls
+def measure(make, items, reps):
+    """ms per call of make(item, stream), a no-argument callable: event-timed single calls on items[0] (stream
+    None: the current one), or under --graph graph-timed, the captured calls cycling over items."""
+    if GRAPH_L2 is None:
+        return timed(make(items[0], None), reps)
+    return graph_timed(lambda st: [make(it, st) for it in items], reps)
 
 
 def sdpa_ms(qt, k, v, reps, **kw):
-    """ms of SDPA (under the caller's backend context) on q [b, hq, 1, d], k/v [b, h, ctx, d]: event-timed, or
-    with --graph graph-timed over copies of k/v."""
-    if GRAPH_L2 is None:
-        return timed(lambda: F.scaled_dot_product_attention(qt, k, v, **kw), reps)
-    l2, flush = GRAPH_L2
-    pairs = flush_copies((k, v), 2 * k.numel() * k.element_size(), lambda p: (p[0].clone(), p[1].clone()), l2, flush)
-
-    def call(kk, vv):
-        return lambda: F.scaled_dot_product_attention(qt, kk, vv, **kw)
-    try:
-        return graph_timed(lambda st: [call(kk, vv) for kk, vv in pairs], reps)
-    finally:
-        del pairs
+    """ms of SDPA (under the caller's backend context) on q [b, hq, 1, d], k/v [b, h, ctx, d], as measure (over
+    copies of k/v)."""
+    pairs = flush_copies((k, v), 2 * k.numel() * k.element_size(), lambda p: (p[0].clone(), p[1].clone()))
+    return measure(lambda p, _: lambda: F.scaled_dot_product_attention(qt, p[0], p[1], **kw), pairs, reps)
 
 
 def copy_roofline(reps):
@@ -486,13 +485,9 @@ def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
                         print(f"{head} - | - | - | - | - | - | - | - | - | {splits} | WRONG: {msg} |", flush=True)
                         continue
                     out = torch.empty_like(q)
-                    if args.graph:
-                        caches = cache_copies(cache, l2, args.flush_l2)
-                        us = graph_timed(lambda st: [shim.decode_fn(q, out, c, stream=st) for c in caches],
-                                         args.reps) * 1e3
-                        del caches
-                    else:
-                        us = timed(shim.decode_fn(q, out, cache), args.reps) * 1e3
+                    caches = cache_copies(cache)
+                    us = measure(lambda c, st: shim.decode_fn(q, out, c, stream=st), caches, args.reps) * 1e3
+                    del caches
                 except PkError as e:
                     log(f"# FAILED {key}: {e}")
                     print(f"{head} - | - | - | - | - | - | - | - | - | - | pk error: {str(e).splitlines()[0]} |",
@@ -521,7 +516,7 @@ def run_grid(args, shim, todo, copy_bw, l2, plot_rows):
         torch.cuda.empty_cache()
 
 
-def run_sweep(args, shim, todo, l2):
+def run_sweep(args, shim, todo):
     splits = args.splits
     print("| q/kv heads | batch | context | page | KV | " + " | ".join(f"s={s} us" for s in splits) +
           " | best | plan (splits) us | plan / best | within 5% |")
@@ -545,7 +540,7 @@ def run_sweep(args, shim, todo, l2):
                 if kv not in refs:
                     refs[kv] = reference(q, kc, vc, idx, kv, scales if kv == "fp8" else None)
                 cache = build_cache(kc, vc, page, table, kv, scales)
-                caches = cache_copies(cache, l2, args.flush_l2) if args.graph else [cache]
+                caches = cache_copies(cache)
                 out = torch.empty_like(q)
                 times = {}
                 for s in (0,) + splits:  # 0: the planner's choice
@@ -555,11 +550,8 @@ def run_sweep(args, shim, todo, l2):
                             log(f"# WRONG {key} splits={s}: {msg}")
                             times[s] = "wrong"
                             continue
-                        if args.graph:
-                            times[s] = graph_timed(lambda st: [shim.decode_fn(q, out, c, num_splits=s, stream=st)
-                                                               for c in caches], args.reps) * 1e3
-                        else:
-                            times[s] = timed(shim.decode_fn(q, out, cache, num_splits=s), args.reps) * 1e3
+                        times[s] = measure(lambda c, st: shim.decode_fn(q, out, c, num_splits=s, stream=st), caches,
+                                           args.reps) * 1e3
                     except PkError as e:
                         log(f"#   {key} splits={s}: {str(e).splitlines()[0]}")
                         times[s] = "error"
@@ -659,7 +651,7 @@ def main():
         print(f"# split sweep: head_dim {HEAD_DIM}, seqlen_q 1, median of {args.reps} "
               f"{timing} calls after warm-up, {flushed}; every split count checked against a float64 reference before timing; "
               f"'plan' = num_splits 0 (the planner's choice, its split count in parentheses)")
-        run_sweep(args, shim, todo, l2)
+        run_sweep(args, shim, todo)
     else:
         copy_bw = copy_roofline(args.reps)
         print(f"# copy roofline: device-to-device copy of 1 GiB, {copy_bw / 1e9:.0f} GB/s counting read + write")
