@@ -637,6 +637,29 @@ TEST_F(Sm90Emulator, WrongExpectTxIsReportedWithPendingBytes) {
   EXPECT_TRUE(contains(msg, "test_sm90_emulator.cpp:" + std::to_string(wait_site.line))) << msg;
 }
 
+// The block's shared memory is what the launch gave it, not the device's per-block limit (the emulator's arena): a
+// barrier placed past it and a plain store past it are errors naming the offset, as they would touch another block's
+// memory (or fault) on a GPU; the last byte inside is fine.
+TEST_F(Sm90Emulator, SharedMemoryPastTheLaunchIsAnError) {
+  constexpr std::size_t bytes = 256;
+  pk::status st = h::launch(config(32, bytes), [&] {
+    if (tid() == 0) h::mbarrier_init(reinterpret_cast<h::mbarrier_state*>(smem() + bytes), 1, h::call_site::current());
+  });
+  ASSERT_EQ(st.code(), pk::errc::emulation_error) << st.to_string();
+  EXPECT_TRUE(contains(st.message(), "not inside the block's shared memory")) << st.message();
+  st = h::launch(config(32, bytes), [&] {
+    if (tid() == 31) smem()[bytes - 1] = std::byte{1};
+  });
+  EXPECT_TRUE(st) << st.to_string();
+  for (std::size_t past : {std::size_t{0}, std::size_t{1000}}) {
+    st = h::launch(config(32, bytes), [&] {
+      if (tid() == 31) smem()[bytes + past] = std::byte{1};
+    });
+    ASSERT_EQ(st.code(), pk::errc::emulation_error) << st.to_string();
+    EXPECT_TRUE(contains(st.message(), "wrote at offset " + std::to_string(bytes + past))) << st.message();
+  }
+}
+
 TEST_F(Sm90Emulator, MbarrierMisuseIsReported) {
   // More arrivals than a phase expects (all arrived, a transaction still pending).
   pk::status st = h::launch(config(32, 64), [&] {

@@ -588,6 +588,7 @@ class worker {
     b.used = cfg_.dynamic_smem;
     b.mbarrier_magic = next_mbarrier_magic();
     if (options().poison_shared) std::memset(b.arena, 0xFF, cfg_.dynamic_smem);
+    b.guard_after_used();
     b.lanes.resize(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {
       lane& l = b.lanes[t];
@@ -650,6 +651,12 @@ class worker {
       resume(l);
     }
     b.lanes.clear();
+    if (b.error.empty()) {
+      const std::size_t at = b.guard_broken_at();
+      if (at < b.arena_bytes)
+        b.fail("shared memory: a thread wrote at offset " + std::to_string(at) + ", past the block's " + std::to_string(b.used) +
+               " bytes (the launch's dynamic size and the static allocations): on a GPU, outside the block's allocation");
+    }
     return b.error;
   }
 
@@ -769,6 +776,7 @@ void* shared_static(const void* key, std::size_t bytes, std::size_t align, call_
   if (options().poison_shared) std::memset(b.arena + off, 0xFF, bytes);
   b.statics.emplace_back(key, off);
   b.used = off + bytes;
+  b.guard_after_used();
   return b.arena + off;
 }
 

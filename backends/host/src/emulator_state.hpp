@@ -5,7 +5,9 @@
 
 #include <boost/context/fiber.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -85,6 +87,21 @@ struct block_state {
   std::size_t arena_bytes = 0;
   std::size_t used = 0;
   std::vector<std::pair<const void*, std::size_t>> statics;
+  // The guard band: shared_guard_bytes of the arena past `used` hold shared_guard_byte while the block runs; a
+  // byte that changed there at the block's end is a write past the launch's shared memory (on a GPU: another
+  // block's memory or a fault).
+  static constexpr std::size_t shared_guard_bytes = 4096;
+  static constexpr std::byte shared_guard_byte{0xA5};
+  void guard_after_used() {
+    if (used < arena_bytes) std::memset(arena + used, static_cast<int>(shared_guard_byte), std::min(shared_guard_bytes, arena_bytes - used));
+  }
+  //! The offset of the first guard byte a thread changed, or arena_bytes.
+  std::size_t guard_broken_at() const {
+    const std::size_t end = std::min(arena_bytes, used + shared_guard_bytes);
+    for (std::size_t i = used; i < end; ++i)
+      if (arena[i] != shared_guard_byte) return i;
+    return arena_bytes;
+  }
   // mbarrier_state::magic of barriers initialised in this block (differs between blocks, so a barrier
   // left in the arena by an earlier block on the same worker reads as uninitialised).
   std::uint32_t mbarrier_magic = 0;

@@ -38,11 +38,13 @@ std::string hex(std::uint64_t v) {
 // Offset of [p, p + bytes) in the block's shared window, or an error naming `what` and the site.
 std::uint32_t window_offset(const block_state& b, const void* p, std::size_t bytes, const char* what,
                             const call_site& site) {
+  // The block's shared memory is what the launch gave it (dynamic, then static): an object past it would lie outside
+  // the block's allocation on a GPU, even where the emulator's arena (the per-block limit) has room.
   const auto a = reinterpret_cast<std::uintptr_t>(p), lo = reinterpret_cast<std::uintptr_t>(b.arena);
-  if (a < lo || a - lo > b.arena_bytes || bytes > b.arena_bytes - (a - lo)) {
-    fail_here(std::string(what) + " at " + where(site) + ": " + std::to_string(bytes) + " bytes at " +
-              hex(reinterpret_cast<std::uintptr_t>(p)) + " are not inside the block's shared memory (" +
-              std::to_string(b.arena_bytes) + " bytes)");
+  if (a < lo || a - lo > b.used || bytes > b.used - (a - lo)) {
+    fail_here(std::string(what) + " at " + where(site) + ": " + std::to_string(bytes) + " bytes at shared offset " +
+              std::to_string(a - lo) + " are not inside the block's shared memory (" + std::to_string(b.used) +
+              " bytes: the launch's dynamic size and the static allocations)");
   }
   return static_cast<std::uint32_t>(a - lo);
 }
