@@ -639,7 +639,7 @@ TEST_F(Sm90Emulator, WrongExpectTxIsReportedWithPendingBytes) {
 
 // The block's shared memory is what the launch gave it, not the device's per-block limit (the emulator's arena): a
 // barrier placed past it and a plain store past it are errors naming the offset, as they would touch another block's
-// memory (or fault) on a GPU; the last byte inside is fine.
+// memory (or fault) on a GPU; the last byte inside is fine, and a read past it reads NaN (the guard band's bytes).
 TEST_F(Sm90Emulator, SharedMemoryPastTheLaunchIsAnError) {
   constexpr std::size_t bytes = 256;
   pk::status st = h::launch(config(32, bytes), [&] {
@@ -658,6 +658,14 @@ TEST_F(Sm90Emulator, SharedMemoryPastTheLaunchIsAnError) {
     ASSERT_EQ(st.code(), pk::errc::emulation_error) << st.to_string();
     EXPECT_TRUE(contains(st.message(), "wrote at offset " + std::to_string(bytes + past))) << st.message();
   }
+  // A read past the allocation reads NaN, with the poison off too (the band is always there).
+  h::options().poison_shared = false;
+  float seen = 0.0f;
+  st = h::launch(config(32, bytes), [&] {
+    if (tid() == 0) std::memcpy(&seen, smem() + bytes + 64, sizeof(float));
+  });
+  ASSERT_TRUE(st) << st.to_string();
+  EXPECT_TRUE(std::isnan(seen)) << seen;
 }
 
 TEST_F(Sm90Emulator, MbarrierMisuseIsReported) {

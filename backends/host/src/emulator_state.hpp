@@ -89,9 +89,10 @@ struct block_state {
   std::vector<std::pair<const void*, std::size_t>> statics;
   // The guard band: shared_guard_bytes of the arena past `used` hold shared_guard_byte while the block runs; a
   // byte that changed there at the block's end is a write past the launch's shared memory (on a GPU: another
-  // block's memory or a fault).
+  // block's memory or a fault). The byte is the poison's (0xFF: NaN in every floating-point type), so a read past
+  // the allocation reads NaN, which the tests' comparisons catch; a store of 0xFF bytes there goes unnoticed.
   static constexpr std::size_t shared_guard_bytes = 4096;
-  static constexpr std::byte shared_guard_byte{0xA5};
+  static constexpr std::byte shared_guard_byte{0xFF};
   void guard_after_used() {
     if (used < arena_bytes) std::memset(arena + used, static_cast<int>(shared_guard_byte), std::min(shared_guard_bytes, arena_bytes - used));
   }
